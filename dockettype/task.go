@@ -1,0 +1,80 @@
+package dockettype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Task is the client-visible view of a task.
+type Task struct {
+	ID            string          `json:"id"`
+	Tenant        string          `json:"tenant"`
+	Author        string          `json:"author"`
+	Workflow      string          `json:"workflow"`
+	Pool          Pool            `json:"pool"`
+	State         State           `json:"state"`
+	Attempt       int             `json:"attempt"`
+	MaxAttempts   int             `json:"max_attempts"`
+	Priority      int             `json:"priority"`
+	CreatedAt     time.Time       `json:"created_at"`
+	StartedAt     *time.Time      `json:"started_at"`
+	FinishedAt    *time.Time      `json:"finished_at"`
+	DeadlineAt    time.Time       `json:"deadline_at"`
+	TraceID       string          `json:"trace_id"`
+	ConfigVersion string          `json:"config_version"`
+	Result        json.RawMessage `json:"result"`
+	Error         *TaskError      `json:"error"`
+
+	// LeaseEpoch is the fencing token. It is internal and never serialized.
+	LeaseEpoch int64 `json:"-"`
+}
+
+// TaskError is the error part of a task: its code only, never a message
+// produced by workflow code or a database.
+type TaskError struct {
+	Code Code `json:"code"`
+}
+
+// Event is one row of a task's append-only history.
+type Event struct {
+	ID     int64     `json:"id"`
+	TaskID string    `json:"task_id"`
+	From   State     `json:"from"` // empty for the admission event
+	To     State     `json:"to"`
+	Epoch  int64     `json:"epoch"`
+	Code   Code      `json:"code,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// Evidence is one item a workflow recorded while running a task.
+type Evidence struct {
+	ID        int64           `json:"id"`
+	TaskID    string          `json:"task_id"`
+	Attempt   int             `json:"attempt"`
+	Epoch     int64           `json:"epoch"`
+	Kind      string          `json:"kind"`
+	Body      json.RawMessage `json:"body"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// Role is what an API key may do.
+type Role string
+
+const (
+	RoleMember Role = "member"
+	RoleAdmin  Role = "admin"
+)
+
+// Principal is the authenticated caller: the server derives it from the API
+// key and never from the request body.
+type Principal struct {
+	Tenant string
+	Name   string
+	Role   Role
+}
+
+// EvidenceItem is one piece of evidence as a workflow writes it.
+type EvidenceItem struct {
+	Kind string          `json:"kind"`
+	Body json.RawMessage `json:"body"`
+}

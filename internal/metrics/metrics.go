@@ -1,0 +1,81 @@
+// Package metrics defines Docket's Prometheus collectors on a private
+// registry. Labels carry pools, states, workflows, operations and error
+// codes from the closed set — never tenant IDs, payloads or error text.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/docket-dev/docket/dockettype"
+)
+
+// Metrics holds every collector. Create one per process (or per test).
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	Submissions         *prometheus.CounterVec   // pool, outcome (admitted|replayed)
+	AdmissionRejections *prometheus.CounterVec   // code
+	TerminalOutcomes    *prometheus.CounterVec   // pool, state
+	Retries             *prometheus.CounterVec   // pool, code
+	FencingRejections   *prometheus.CounterVec   // operation (finish|heartbeat|evidence)
+	StoreErrors         *prometheus.CounterVec   // operation
+	WorkerPanics        *prometheus.CounterVec   // workflow
+	WorkerErrors        *prometheus.CounterVec   // workflow, code
+	Claims              *prometheus.CounterVec   // pool
+	StartLatency        *prometheus.HistogramVec // pool: admission → first start
+	SchedulerTicks      *prometheus.CounterVec   // scheduler
+	SchedulerErrors     *prometheus.CounterVec   // scheduler
+	SchedulerPanics     *prometheus.CounterVec   // scheduler
+	SchedulerTick       *prometheus.HistogramVec // scheduler: tick duration
+	LeasesRecovered     *prometheus.CounterVec   // outcome (requeued|failed)
+	DeadlineTimeouts    *prometheus.CounterVec   // from (queued|running)
+	HTTPRequests        *prometheus.CounterVec   // route, status
+}
+
+// New creates the collectors on a fresh registry (with Go and process
+// collectors).
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "docket", Name: name, Help: help}, labels)
+		r.MustRegister(c)
+		return c
+	}
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "docket", Name: name, Help: help, Buckets: buckets}, labels)
+		r.MustRegister(h)
+		return h
+	}
+	m := &Metrics{
+		Registry:            r,
+		Submissions:         counter("submissions_total", "Accepted submissions by pool and outcome (admitted, replayed).", "pool", "outcome"),
+		AdmissionRejections: counter("admission_rejections_total", "Refused submissions by error code.", "code"),
+		TerminalOutcomes:    counter("task_terminal_total", "Tasks that reached a terminal state, by pool and state.", "pool", "state"),
+		Retries:             counter("task_retries_total", "Attempts re-queued for retry, by pool and code.", "pool", "code"),
+		FencingRejections:   counter("fencing_rejections_total", "Worker writes refused because the lease was stale, by operation.", "operation"),
+		StoreErrors:         counter("store_errors_total", "Failed store operations, by operation.", "operation"),
+		WorkerPanics:        counter("worker_panics_total", "Recovered workflow panics, by workflow.", "workflow"),
+		WorkerErrors:        counter("worker_errors_total", "Unexpected (unclassified) workflow errors, by workflow and code.", "workflow", "code"),
+		Claims:              counter("claims_total", "Tasks claimed by this node, by pool.", "pool"),
+		StartLatency:        histogram("task_start_latency_seconds", "Time from admission to first start, by pool.", prometheus.ExponentialBuckets(0.001, 2, 18), "pool"),
+		SchedulerTicks:      counter("scheduler_ticks_total", "Completed scheduler ticks, by scheduler.", "scheduler"),
+		SchedulerErrors:     counter("scheduler_errors_total", "Scheduler ticks that failed, by scheduler.", "scheduler"),
+		SchedulerPanics:     counter("scheduler_panics_total", "Recovered scheduler panics, by scheduler.", "scheduler"),
+		SchedulerTick:       histogram("scheduler_tick_seconds", "Scheduler tick duration, by scheduler.", prometheus.ExponentialBuckets(0.0005, 2, 16), "scheduler"),
+		LeasesRecovered:     counter("leases_recovered_total", "Expired leases recovered, by outcome (requeued, failed).", "outcome"),
+		DeadlineTimeouts:    counter("deadline_timeouts_total", "Tasks timed out by the deadline scheduler, by prior state.", "from"),
+		HTTPRequests:        counter("http_requests_total", "HTTP requests by route and status code.", "route", "status"),
+	}
+	return m
+}
+
+// CodeLabel returns c when it is in the closed set and "workflow_error"
+// otherwise, so a workflow's own code cannot grow label cardinality.
+func CodeLabel(c dockettype.Code) string {
+	if c.Known() {
+		return string(c)
+	}
+	return string(dockettype.CodeWorkflowError)
+}

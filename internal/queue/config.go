@@ -1,0 +1,130 @@
+package queue
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/metrics"
+)
+
+// PoolConfig sizes one pool.
+type PoolConfig struct {
+	Workers  int // concurrent tasks on this node; 0 disables claiming (admission still works)
+	Capacity int // most non-terminal tasks admitted to the pool, across all nodes; <= 0 unlimited
+}
+
+// Config tunes the ExecutionService. Zero values take the defaults below.
+type Config struct {
+	NodeID string // lease owner recorded on claims; default host-pid-random
+
+	Online  PoolConfig // default: 4×CPU workers, capacity 10000
+	Offline PoolConfig // default: 2×CPU workers, capacity 10000
+
+	LeaseTTL          time.Duration // default 30s
+	HeartbeatInterval time.Duration // default LeaseTTL/3
+	RecoveryInterval  time.Duration // default 5s
+	DeadlineInterval  time.Duration // default 1s
+	PollInterval      time.Duration // fallback claim poll when idle; default 1s
+
+	DefaultTimeout     time.Duration // deadline of tasks that name none; default 10m
+	MaxTimeout         time.Duration // largest timeout a submission may ask; default 24h
+	DefaultMaxAttempts int           // default 3
+	MaxAttemptsLimit   int           // largest max_attempts a submission may ask; default 25
+
+	ClaimBatch     int           // most tasks one claim takes; default 64
+	AdmitBatch     int           // most submissions one admission transaction takes; default 128
+	FinishBatch    int           // most outcomes one finish transaction takes; default 256
+	ScanBatch      int           // rows per recovery/deadline batch; default 500
+	HeartbeatBatch int           // leases per heartbeat statement batch; default 1000
+	QueryTimeout   time.Duration // per store call in schedulers and pools; default 10s
+
+	RetryBackoffBase time.Duration // first retry delay; default 1s
+	RetryBackoffMax  time.Duration // default 5m
+	ShutdownGrace    time.Duration // how long Stop lets running tasks finish; default 10s
+	RetryAfter       time.Duration // Retry-After on 429 answers; default 1s
+
+	Clock   clockwork.Clock  // default real clock
+	Logger  *slog.Logger     // default slog.Default()
+	Metrics *metrics.Metrics // default a fresh set
+}
+
+func (c *Config) setDefaults() error {
+	cpus := runtime.NumCPU()
+	if c.NodeID == "" {
+		host, _ := os.Hostname()
+		c.NodeID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	def := func(p *PoolConfig, workers int) {
+		if p.Workers < 0 {
+			p.Workers = 0
+		} else if p.Workers == 0 {
+			p.Workers = workers
+		}
+		if p.Capacity == 0 {
+			p.Capacity = 10000
+		}
+	}
+	def(&c.Online, 4*cpus)
+	def(&c.Offline, 2*cpus)
+	setDur(&c.LeaseTTL, 30*time.Second)
+	setDur(&c.HeartbeatInterval, c.LeaseTTL/3)
+	setDur(&c.RecoveryInterval, 5*time.Second)
+	setDur(&c.DeadlineInterval, time.Second)
+	setDur(&c.PollInterval, time.Second)
+	setDur(&c.DefaultTimeout, 10*time.Minute)
+	setDur(&c.MaxTimeout, 24*time.Hour)
+	setInt(&c.DefaultMaxAttempts, 3)
+	setInt(&c.MaxAttemptsLimit, 25)
+	setInt(&c.ClaimBatch, 64)
+	setInt(&c.AdmitBatch, 128)
+	setInt(&c.FinishBatch, 256)
+	setInt(&c.ScanBatch, 500)
+	setInt(&c.HeartbeatBatch, 1000)
+	setDur(&c.QueryTimeout, 10*time.Second)
+	setDur(&c.RetryBackoffBase, time.Second)
+	setDur(&c.RetryBackoffMax, 5*time.Minute)
+	setDur(&c.ShutdownGrace, 10*time.Second)
+	setDur(&c.RetryAfter, time.Second)
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.New()
+	}
+	if c.HeartbeatInterval >= c.LeaseTTL {
+		return fmt.Errorf("queue: heartbeat interval %s must be shorter than the lease TTL %s", c.HeartbeatInterval, c.LeaseTTL)
+	}
+	if c.DefaultTimeout > c.MaxTimeout {
+		return fmt.Errorf("queue: default timeout %s exceeds the max timeout %s", c.DefaultTimeout, c.MaxTimeout)
+	}
+	return nil
+}
+
+func (c *Config) pool(p dockettype.Pool) PoolConfig {
+	if p == dockettype.PoolOffline {
+		return c.Offline
+	}
+	return c.Online
+}
+
+func setDur(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+func setInt(i *int, v int) {
+	if *i <= 0 {
+		*i = v
+	}
+}

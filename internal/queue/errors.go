@@ -1,0 +1,34 @@
+package queue
+
+import (
+	"context"
+	"errors"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// Causes given to a worker's context when Docket stops it. A workflow that
+// returns because of one of them has not failed: the task's state was
+// already decided elsewhere (or, for errShutdown, will be by recovery).
+var (
+	errCancelled = errors.New("task cancelled")
+	errTimedOut  = errors.New("task deadline passed")
+	errLeaseLost = errors.New("lease lost")
+	errShutdown  = errors.New("node shutting down")
+)
+
+// storeFailure turns a store error into the client-safe error the API
+// returns, counting it. The database's text never reaches the client or
+// the log.
+func (s *Service) storeFailure(ctx context.Context, op string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return dockettype.NewError(dockettype.CodeNotFound, "task not found")
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	s.metrics.StoreErrors.WithLabelValues(op).Inc()
+	s.log.WarnContext(ctx, "store operation failed", "code", dockettype.CodeStoreUnavailable, "op", op)
+	return dockettype.NewError(dockettype.CodeStoreUnavailable, "the task store is unavailable; nothing was changed, retry later")
+}

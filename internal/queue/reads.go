@@ -1,0 +1,129 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// MaxWait is the longest a long poll (GET ?wait=) holds.
+const MaxWait = 60 * time.Second
+
+// waitRecheck is how often a long poll re-reads the task, to see tasks
+// finished by other nodes.
+const waitRecheck = time.Second
+
+// Get returns one of the principal's tenant's tasks.
+func (s *Service) Get(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error) {
+	t, err := s.store.GetTask(ctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
+	if err != nil {
+		return nil, s.storeFailure(ctx, "get_task", err)
+	}
+	return t, nil
+}
+
+// Wait returns the task once it is terminal or after wait (at most
+// MaxWait), whichever comes first.
+func (s *Service) Wait(ctx context.Context, p dockettype.Principal, id string, wait time.Duration) (*dockettype.Task, error) {
+	wait = min(wait, MaxWait)
+	t, err := s.Get(ctx, p, id)
+	if err != nil || t.State.Terminal() || wait <= 0 {
+		return t, err
+	}
+	deadline := s.clock.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		done, unsubscribe := s.waiters.subscribe(id)
+		// Re-read after subscribing so a transition in between is not missed.
+		t, err = s.Get(ctx, p, id)
+		if err != nil || t.State.Terminal() {
+			unsubscribe()
+			return t, err
+		}
+		recheck := s.clock.NewTimer(waitRecheck)
+		select {
+		case <-done:
+		case <-recheck.Chan():
+		case <-deadline.Chan():
+			recheck.Stop()
+			unsubscribe()
+			return s.Get(ctx, p, id)
+		case <-ctx.Done():
+			recheck.Stop()
+			unsubscribe()
+			return nil, ctx.Err()
+		}
+		recheck.Stop()
+		unsubscribe()
+	}
+}
+
+// List pages the principal's tenant's tasks, newest first.
+func (s *Service) List(ctx context.Context, p dockettype.Principal, req *ListRequest) (*ListResult, error) {
+	limit := req.Limit
+	if limit == 0 {
+		limit = 50
+	}
+	if limit < 0 || limit > 500 {
+		return nil, s.reject(dockettype.CodeInvalidRequest, "limit must be between 1 and 500", 0)
+	}
+	if req.State != "" && !req.State.Valid() {
+		return nil, s.reject(dockettype.CodeInvalidRequest, "unknown state", 0)
+	}
+	if req.Pool != "" && !req.Pool.Valid() {
+		return nil, s.reject(dockettype.CodeInvalidRequest, `pool must be "online" or "offline"`, 0)
+	}
+	tasks, err := s.store.ListTasks(ctx, &store.ListTasksParams{
+		Tenant: p.Tenant, State: req.State, Pool: req.Pool, Limit: limit + 1, After: req.After,
+	})
+	if err != nil {
+		return nil, s.storeFailure(ctx, "list_tasks", err)
+	}
+	out := &ListResult{Tasks: tasks}
+	if len(tasks) > limit {
+		out.Tasks = tasks[:limit]
+		out.Next = tasks[limit-1].ID
+	}
+	if out.Tasks == nil {
+		out.Tasks = []*dockettype.Task{}
+	}
+	return out, nil
+}
+
+// Cancel cancels a queued or running task. A terminal task is returned
+// unchanged. A running worker on this node is stopped at once and its late
+// result is fenced out by the epoch bump.
+func (s *Service) Cancel(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error) {
+	res, err := s.store.Cancel(ctx, &store.CancelParams{Now: s.clock.Now(), Tenant: p.Tenant, TaskID: id})
+	if err != nil {
+		return nil, s.storeFailure(ctx, "cancel", err)
+	}
+	if res.Changed {
+		s.metrics.TerminalOutcomes.WithLabelValues(string(res.Task.Pool), string(dockettype.StateCancelled)).Inc()
+		if res.From == dockettype.StateRunning {
+			s.leases.stop(res.Previous, errCancelled)
+		}
+		s.waiters.notify(id)
+	}
+	return res.Task, nil
+}
+
+// Events returns the task's history.
+func (s *Service) Events(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Event, error) {
+	ev, err := s.store.ListEvents(ctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
+	if err != nil {
+		return nil, s.storeFailure(ctx, "list_events", err)
+	}
+	return ev, nil
+}
+
+// Evidence returns the task's evidence.
+func (s *Service) Evidence(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Evidence, error) {
+	ev, err := s.store.ListEvidence(ctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
+	if err != nil {
+		return nil, s.storeFailure(ctx, "list_evidence", err)
+	}
+	return ev, nil
+}

@@ -1,0 +1,40 @@
+package queue
+
+import (
+	"encoding/json"
+
+	"github.com/docket-dev/docket/dockettype"
+)
+
+// SubmitRequest is a client's submission. The author and tenant come from
+// the authenticated principal, never from here.
+type SubmitRequest struct {
+	IdempotencyKey string
+	Workflow       string
+	Input          json.RawMessage // nil means JSON null
+	Pool           dockettype.Pool // optional override of the workflow's default pool
+	TimeoutMS      int64           // 0: the default timeout
+	Priority       int             // higher runs first within a tenant; -1000..1000
+	MaxAttempts    int             // 0: the default
+	TraceID        string          // 32 lowercase hex digits; empty: the server makes one
+}
+
+// SubmitResult is an admitted (or replayed) task.
+type SubmitResult struct {
+	Task     *dockettype.Task
+	Replayed bool // true when an earlier submission with the same key and request made the task
+}
+
+// ListRequest filters and pages a tenant's tasks.
+type ListRequest struct {
+	State dockettype.State // optional
+	Pool  dockettype.Pool  // optional
+	Limit int              // 1..500; 0 means 50
+	After string           // the Next cursor of the previous page
+}
+
+// ListResult is one page of tasks.
+type ListResult struct {
+	Tasks []*dockettype.Task
+	Next  string // empty on the last page
+}

@@ -1,0 +1,91 @@
+package queue
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/startstop"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// scheduler is the loop the three maintenance schedulers share: its own
+// goroutine, its own ticker, its own store fork (connection budget), a
+// per-query timeout, panic recovery and counters. Nothing is shared between
+// two schedulers, so a slow or blocked recovery scan cannot delay heartbeats
+// or deadlines.
+type scheduler struct {
+	name     string
+	svc      *Service
+	store    store.Store
+	interval time.Duration
+	tick     func(ctx context.Context) error
+	log      *slog.Logger
+	loop     startstop.Loop
+
+	// afterTick, when set (tests), is called after every tick.
+	afterTick func()
+}
+
+func (sc *scheduler) Start(ctx context.Context) error {
+	sc.log = sc.svc.log.With("component", sc.name)
+	return sc.loop.Start(ctx, sc.run)
+}
+
+func (sc *scheduler) Stop() { sc.loop.Stop() }
+
+func (sc *scheduler) run(ctx context.Context) {
+	clock := sc.svc.clock
+	// Stagger the first tick so that nodes started together do not scan
+	// together.
+	if j := sc.interval / 10; j > 0 {
+		select {
+		case <-clock.After(time.Duration(rand.Int64N(int64(j)))):
+		case <-ctx.Done():
+			return
+		}
+	}
+	ticker := clock.NewTicker(sc.interval)
+	defer ticker.Stop()
+	for {
+		sc.runTick(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.Chan():
+		}
+	}
+}
+
+func (sc *scheduler) runTick(ctx context.Context) {
+	m := sc.svc.metrics
+	start := sc.svc.clock.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			m.SchedulerPanics.WithLabelValues(sc.name).Inc()
+			sc.log.ErrorContext(ctx, "scheduler tick panicked", "code", dockettype.CodeInternal)
+		}
+		if sc.afterTick != nil {
+			sc.afterTick()
+		}
+	}()
+	err := sc.tick(ctx)
+	m.SchedulerTick.WithLabelValues(sc.name).Observe(sc.svc.clock.Since(start).Seconds())
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		m.SchedulerErrors.WithLabelValues(sc.name).Inc()
+		m.StoreErrors.WithLabelValues(sc.name).Inc()
+		sc.log.WarnContext(ctx, "scheduler tick failed", "code", dockettype.CodeStoreUnavailable)
+		return
+	}
+	m.SchedulerTicks.WithLabelValues(sc.name).Inc()
+}
+
+// query bounds one store call.
+func (sc *scheduler) query(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, sc.svc.cfg.QueryTimeout)
+}

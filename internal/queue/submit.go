@@ -1,0 +1,192 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// Submission limits.
+const (
+	MaxIdempotencyKeyLen = 255
+	MinPriority          = -1000
+	MaxPriority          = 1000
+)
+
+// Submit admits a task for the principal's tenant, with the principal as
+// author. Capacity, tenant limit and the idempotency binding are decided in
+// one store transaction. Errors are *dockettype.Error values.
+func (s *Service) Submit(ctx context.Context, p dockettype.Principal, req *SubmitRequest) (*SubmitResult, error) {
+	item, err := s.admissionItem(ctx, p, req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.admitter.admit(ctx, item)
+	if err != nil {
+		return nil, s.storeFailure(ctx, "admit", err)
+	}
+	switch res.Outcome {
+	case store.Admitted:
+		s.metrics.Submissions.WithLabelValues(string(item.Pool), "admitted").Inc()
+		s.wake(item.Pool)
+		return &SubmitResult{Task: res.Task}, nil
+	case store.Replayed:
+		s.metrics.Submissions.WithLabelValues(string(res.Task.Pool), "replayed").Inc()
+		return &SubmitResult{Task: res.Task, Replayed: true}, nil
+	case store.IdempotencyConflict:
+		return nil, s.reject(dockettype.CodeIdempotencyConflict, "this Idempotency-Key was used with a different request", 0)
+	case store.QueueFull:
+		return nil, s.reject(dockettype.CodeQueueFull, fmt.Sprintf("the %s pool is at capacity", item.Pool), s.cfg.RetryAfter)
+	case store.TenantQuotaExceeded:
+		return nil, s.reject(dockettype.CodeTenantQuotaExceeded, "the tenant's in-flight limit is reached", s.cfg.RetryAfter)
+	}
+	return nil, s.reject(dockettype.CodeInternal, "unexpected admission outcome", 0)
+}
+
+func (s *Service) reject(code dockettype.Code, msg string, retryAfter time.Duration) error {
+	s.metrics.AdmissionRejections.WithLabelValues(string(code)).Inc()
+	return &dockettype.Error{Code: code, Message: msg, RetryAfter: retryAfter}
+}
+
+// admissionItem validates a request and turns it into a store item.
+func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req *SubmitRequest) (*store.AdmitItem, error) {
+	invalid := func(msg string) error { return s.reject(dockettype.CodeInvalidRequest, msg, 0) }
+	if p.Tenant == "" || p.Name == "" {
+		return nil, s.reject(dockettype.CodeUnauthenticated, "no authenticated principal", 0)
+	}
+	if err := ValidIdempotencyKey(req.IdempotencyKey); err != nil {
+		return nil, invalid(err.Error())
+	}
+	if req.Pool != "" && !req.Pool.Valid() {
+		return nil, invalid(`pool must be "online" or "offline"`)
+	}
+	if req.TimeoutMS < 0 || time.Duration(req.TimeoutMS)*time.Millisecond > s.cfg.MaxTimeout {
+		return nil, invalid(fmt.Sprintf("timeout_ms must be between 1 and %d", s.cfg.MaxTimeout.Milliseconds()))
+	}
+	if req.Priority < MinPriority || req.Priority > MaxPriority {
+		return nil, invalid(fmt.Sprintf("priority must be between %d and %d", MinPriority, MaxPriority))
+	}
+	if req.MaxAttempts < 0 || req.MaxAttempts > s.cfg.MaxAttemptsLimit {
+		return nil, invalid(fmt.Sprintf("max_attempts must be between 1 and %d", s.cfg.MaxAttemptsLimit))
+	}
+	input := []byte("null")
+	if len(req.Input) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, req.Input); err != nil {
+			return nil, invalid("input is not valid JSON")
+		}
+		input = buf.Bytes()
+	}
+	traceID := req.TraceID
+	if traceID == "" {
+		traceID = NewTraceID()
+	} else if !ValidTraceID(traceID) {
+		return nil, invalid("trace id must be 32 lowercase hex digits, not all zero")
+	}
+	res, err := s.runtime.Resolve(ctx, req.Workflow)
+	if err != nil {
+		var de *dockettype.Error
+		if errors.As(err, &de) {
+			return nil, s.reject(de.Code, de.Message, 0)
+		}
+		// The configuration provider could not be read: treat like the store.
+		return nil, s.storeFailure(ctx, "resolve_workflow", err)
+	}
+	pool := res.Pool
+	if req.Pool != "" {
+		pool = req.Pool
+	}
+	timeout := s.cfg.DefaultTimeout
+	if req.TimeoutMS > 0 {
+		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+	}
+	maxAttempts := s.cfg.DefaultMaxAttempts
+	if req.MaxAttempts > 0 {
+		maxAttempts = req.MaxAttempts
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, s.reject(dockettype.CodeInternal, "could not make a task id", 0)
+	}
+	return &store.AdmitItem{
+		TaskID:         id.String(),
+		Tenant:         p.Tenant,
+		Author:         p.Name,
+		IdempotencyKey: req.IdempotencyKey,
+		RequestHash:    requestHash(req, input),
+		Workflow:       req.Workflow,
+		Pool:           pool,
+		Priority:       req.Priority,
+		MaxAttempts:    maxAttempts,
+		DeadlineAt:     s.clock.Now().Add(timeout),
+		TraceID:        traceID,
+		ConfigVersion:  res.ConfigVersion,
+		Input:          input,
+		PoolCapacity:   s.cfg.pool(pool).Capacity,
+	}, nil
+}
+
+// requestHash identifies a request for idempotency: the same key with the
+// same hash is a replay. It covers every client-chosen field as sent (the
+// input with insignificant whitespace removed), not the server's defaults,
+// so a replay matches even after the defaults change.
+func requestHash(req *SubmitRequest, compactInput []byte) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field([]byte(req.Workflow))
+	field([]byte(req.Pool))
+	field(fmt.Appendf(nil, "%d/%d/%d", req.TimeoutMS, req.Priority, req.MaxAttempts))
+	field(compactInput)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ValidIdempotencyKey checks a key: 1–255 visible ASCII characters.
+func ValidIdempotencyKey(k string) error {
+	if len(k) == 0 || len(k) > MaxIdempotencyKeyLen {
+		return errors.New("Idempotency-Key must be 1 to 255 visible ASCII characters")
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return errors.New("Idempotency-Key must be 1 to 255 visible ASCII characters")
+		}
+	}
+	return nil
+}
+
+// NewTraceID returns a random W3C trace ID (32 lowercase hex digits).
+func NewTraceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ValidTraceID reports whether id is a valid W3C trace ID.
+func ValidTraceID(id string) bool {
+	if len(id) != 32 || id == "00000000000000000000000000000000" {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,77 @@
+// Package runtime implements the queue's Runtime interface over a
+// workflow.Registry. It is the only place that builds workflow bindings:
+// from the task row the server claimed, never from request fields.
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/binding"
+	"github.com/docket-dev/docket/internal/queue"
+	"github.com/docket-dev/docket/workflow"
+)
+
+// ConfigSource says which configuration version new tasks pin.
+type ConfigSource interface {
+	CurrentVersion(ctx context.Context) (string, error)
+}
+
+// Runtime invokes registered workflows.
+type Runtime struct {
+	reg    *workflow.Registry
+	config ConfigSource
+}
+
+var _ queue.Runtime = (*Runtime)(nil)
+
+// New returns a Runtime over reg. config may be nil, in which case tasks
+// pin no configuration version.
+func New(reg *workflow.Registry, config ConfigSource) *Runtime {
+	return &Runtime{reg: reg, config: config}
+}
+
+// Resolve reports a registered workflow's default pool and the current
+// configuration version.
+func (r *Runtime) Resolve(ctx context.Context, name string) (queue.Resolution, error) {
+	def, ok := r.reg.Lookup(name)
+	if !ok {
+		return queue.Resolution{}, dockettype.NewError(dockettype.CodeUnknownWorkflow, fmt.Sprintf("workflow %q is not registered", name))
+	}
+	res := queue.Resolution{Pool: def.Pool}
+	if r.config != nil {
+		v, err := r.config.CurrentVersion(ctx)
+		if err != nil {
+			return queue.Resolution{}, fmt.Errorf("resolve configuration version: %w", err)
+		}
+		res.ConfigVersion = v
+	}
+	return res, nil
+}
+
+// Run invokes the registered entry point with a binding built from the
+// claimed task.
+func (r *Runtime) Run(ctx context.Context, inv *queue.Invocation) (json.RawMessage, error) {
+	def, ok := r.reg.Lookup(inv.Task.Workflow)
+	if !ok {
+		// Registered at admission but not on this node: a deployment
+		// mismatch. Fail without retrying here.
+		return nil, &dockettype.Failure{Code: dockettype.CodeUnknownWorkflow}
+	}
+	b := binding.New(binding.Params{
+		TaskID:        inv.Task.ID,
+		Tenant:        inv.Task.Tenant,
+		Author:        inv.Task.Author,
+		Workflow:      inv.Task.Workflow,
+		Pool:          inv.Task.Pool,
+		Attempt:       inv.Task.Attempt,
+		LeaseEpoch:    inv.Task.LeaseEpoch,
+		Deadline:      inv.Task.DeadlineAt,
+		ConfigVersion: inv.Task.ConfigVersion,
+		TraceID:       inv.Task.TraceID,
+		Evidence:      inv.Evidence,
+	})
+	return def.Run(ctx, b, inv.Input)
+}

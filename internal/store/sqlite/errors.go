@@ -1,0 +1,46 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// interpretError maps native errors onto the store's sentinels, in one place.
+// The database's own message stays in the wrapped chain for debugging but
+// callers branch on the sentinel and never log the text.
+func interpretError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrStaleLease),
+		errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrUnavailable):
+		return err
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, sql.ErrConnDone):
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR,
+			sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY,
+			sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT,
+			sqlite3.SQLITE_INTERRUPT:
+			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

@@ -1,0 +1,164 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// Options tunes the embedded store. The zero value is the durable default.
+type Options struct {
+	// Synchronous is SQLite's synchronous setting: "full" (default: every
+	// commit is fsync'd, surviving power loss) or "normal" (survives a
+	// process crash; a power loss may lose the last commits).
+	Synchronous string
+	// ReadConns bounds the read pool; default 4.
+	ReadConns int
+	// BusyTimeoutMS is how long a writer from another process (an admin
+	// command) waits for the lock; default 5000.
+	BusyTimeoutMS int
+}
+
+// Store implements store.Store on SQLite.
+type Store struct {
+	path string
+	opts Options
+	w    *sql.DB       // the single writer connection (shared by forks)
+	gate chan struct{} // FIFO write gate (shared by forks)
+	r    *sql.DB       // this handle's read pool
+	own  bool          // whether Close closes the writer
+	once sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and applies pending
+// migrations.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Synchronous == "" {
+		opts.Synchronous = "full"
+	}
+	if opts.Synchronous != "full" && opts.Synchronous != "normal" {
+		return nil, fmt.Errorf("sqlite: synchronous must be full or normal, not %q", opts.Synchronous)
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.BusyTimeoutMS <= 0 {
+		opts.BusyTimeoutMS = 5000
+	}
+	w, err := sql.Open("sqlite", dsn(path, opts, true))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &Store{path: path, opts: opts, w: w, gate: make(chan struct{}, 1), own: true}
+	if err := migrate(ctx, s); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if s.r, err = openReader(path, opts, opts.ReadConns); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := s.r.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, interpretError("ping", err)
+	}
+	return s, nil
+}
+
+func dsn(path string, opts Options, writer bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeoutMS))
+	q.Add("_pragma", "foreign_keys(1)")
+	if writer {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous("+strings.ToUpper(opts.Synchronous)+")")
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Add("_pragma", "query_only(1)")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+func openReader(path string, opts Options, conns int) (*sql.DB, error) {
+	r, err := sql.Open("sqlite", dsn(path, opts, false))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open reader: %w", err)
+	}
+	r.SetMaxOpenConns(conns)
+	r.SetMaxIdleConns(conns)
+	return r, nil
+}
+
+// Fork returns a handle with its own read pool of maxConns connections,
+// sharing this store's writer.
+func (s *Store) Fork(name string, maxConns int) (store.Store, error) {
+	if maxConns <= 0 {
+		maxConns = 1
+	}
+	r, err := openReader(s.path, s.opts, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{path: s.path, opts: s.opts, w: s.w, gate: s.gate, r: r}, nil
+}
+
+// Close closes this handle's read pool and, for the handle Open returned,
+// the writer.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		if s.r != nil {
+			err = s.r.Close()
+		}
+		if s.own {
+			if werr := s.w.Close(); err == nil {
+				err = werr
+			}
+		}
+	})
+	return err
+}
+
+// Ping checks that the database file can be read.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.r.QueryRowContext(ctx, "SELECT 1 FROM pools LIMIT 1").Scan(&one); err != nil {
+		return interpretError("ping", err)
+	}
+	return nil
+}
+
+// write runs fn in an immediate write transaction behind the FIFO gate.
+func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	select {
+	case s.gate <- struct{}{}:
+	case <-ctx.Done():
+		return interpretError(op, ctx.Err())
+	}
+	defer func() { <-s.gate }()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return interpretError(op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return interpretError(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return interpretError(op, err)
+	}
+	return nil
+}

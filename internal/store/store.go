@@ -1,0 +1,459 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+)
+
+// Store is everything a backend provides. Consumers should depend on the
+// narrow interfaces below, which are split by caller.
+type Store interface {
+	Admitter
+	Claimer
+	Finisher
+	LeaseKeeper
+	Recoverer
+	DeadlineEnforcer
+	Canceller
+	Reader
+	Admin
+	RuleSets
+
+	// Ping reports whether the database is reachable.
+	Ping(ctx context.Context) error
+	// Fork returns a Store on the same database with its own connection
+	// budget of at most maxConns connections. Schedulers each use a fork so
+	// that a stuck query in one cannot take the connection another needs.
+	// Closing a fork does not close its parent.
+	Fork(name string, maxConns int) (Store, error)
+	// Close releases the store's connections.
+	Close() error
+}
+
+// Admitter admits tasks.
+type Admitter interface {
+	// Admit runs each item in order inside one transaction and returns one
+	// result per item. An item's rejection (conflict, queue full, quota)
+	// does not affect the other items and writes nothing for that item.
+	// Items are processed in order, so a later item sees an earlier item's
+	// idempotency binding.
+	Admit(ctx context.Context, params *AdmitParams) ([]AdmitResult, error)
+}
+
+// Claimer claims queued tasks.
+type Claimer interface {
+	// Claim moves up to Limit ready tasks (state queued, run_after <= Now)
+	// of Pool to running, in one transaction, choosing among tenants with
+	// ready work fairly (stride scheduling by tenant weight) and, within a
+	// tenant, by priority (higher first) then age. Each claimed task gets
+	// attempt+1, lease_epoch+1, LeaseOwner, lease_expires_at = Now+LeaseTTL
+	// and, on its first claim, started_at = Now. Its cost does not grow with
+	// the number of queued tasks.
+	Claim(ctx context.Context, params *ClaimParams) ([]*ClaimedTask, error)
+}
+
+// Finisher applies the outcome of attempts.
+type Finisher interface {
+	// Finish applies each item, fenced by its lease, in one transaction, and
+	// returns one result per item. A stale item is refused and changes
+	// nothing. Terminal outcomes release the task's reservation.
+	Finish(ctx context.Context, params *FinishParams) ([]FinishResult, error)
+	// AppendEvidence records evidence items under a lease, fenced like a
+	// result; a stale lease gets ErrStaleLease and nothing is written.
+	AppendEvidence(ctx context.Context, params *AppendEvidenceParams) error
+}
+
+// LeaseKeeper renews leases.
+type LeaseKeeper interface {
+	// Heartbeat extends each lease to Now+LeaseTTL, fenced, and returns the
+	// leases it refused (task no longer running under that epoch).
+	Heartbeat(ctx context.Context, params *HeartbeatParams) (refused []Lease, err error)
+}
+
+// Recoverer returns expired leases to the queue. The work is split in a
+// read-only scan and a short fenced write so that, with SQLite, no scan holds
+// the write lock while it reads.
+type Recoverer interface {
+	// FindExpiredLeases returns at most Limit running tasks whose lease
+	// expired at or before Now, oldest expiry first, using an index.
+	FindExpiredLeases(ctx context.Context, params *FindExpiredLeasesParams) ([]ExpiredLease, error)
+	// RecoverLeases moves each still-expired task (same epoch, still
+	// running, lease still expired at Now) back to queued with epoch+1, or
+	// to failed with code lease_lost when attempt >= max_attempts. Others
+	// are skipped.
+	RecoverLeases(ctx context.Context, params *RecoverLeasesParams) (RecoverResult, error)
+}
+
+// DeadlineEnforcer times out overdue tasks, split like Recoverer.
+type DeadlineEnforcer interface {
+	// FindOverdue returns at most Limit queued or running tasks whose
+	// deadline is at or before Now, earliest first, using an index.
+	FindOverdue(ctx context.Context, params *FindOverdueParams) ([]OverdueTask, error)
+	// ExpireTasks makes each item still in the same state and epoch
+	// timed_out (code deadline_exceeded, epoch+1) and returns the items it
+	// changed.
+	ExpireTasks(ctx context.Context, params *ExpireTasksParams) ([]OverdueTask, error)
+}
+
+// Canceller cancels tasks.
+type Canceller interface {
+	// Cancel makes a queued or running task of Tenant cancelled (epoch+1)
+	// and returns it with Previous set to its state and epoch before the
+	// change. A terminal task is returned unchanged with Changed false.
+	// Another tenant's task is ErrNotFound.
+	Cancel(ctx context.Context, params *CancelParams) (*CancelResult, error)
+}
+
+// Reader reads tasks and their history. Every read is scoped to a tenant;
+// another tenant's row is ErrNotFound.
+type Reader interface {
+	GetTask(ctx context.Context, params *GetTaskParams) (*dockettype.Task, error)
+	// GetTasks returns the tasks among IDs that exist (any tenant). Used
+	// by long polls and internal checks, never exposed across tenants.
+	GetTasks(ctx context.Context, ids []string) ([]*dockettype.Task, error)
+	// ListTasks returns the tenant's tasks newest first, keyset-paginated
+	// by ID (After is the last ID of the previous page).
+	ListTasks(ctx context.Context, params *ListTasksParams) ([]*dockettype.Task, error)
+	ListEvents(ctx context.Context, params *GetTaskParams) ([]dockettype.Event, error)
+	ListEvidence(ctx context.Context, params *GetTaskParams) ([]dockettype.Evidence, error)
+	GetInput(ctx context.Context, params *GetTaskParams) ([]byte, error)
+	GetIdempotencyBinding(ctx context.Context, tenant, key string) (*IdempotencyBinding, error)
+	GetReservation(ctx context.Context, taskID string) (*Reservation, error)
+	GetUsage(ctx context.Context) (*Usage, error)
+	// CountByState counts tasks per (pool, state); for metrics and the
+	// dashboard. Backends may serve it from an index.
+	CountByState(ctx context.Context) ([]StateCount, error)
+}
+
+// Admin manages tenants and API keys.
+type Admin interface {
+	// EnsureTenant creates the tenant when missing and reports whether it
+	// did.
+	EnsureTenant(ctx context.Context, params *EnsureTenantParams) (created bool, err error)
+	GetTenant(ctx context.Context, id string) (*Tenant, error)
+	// SetTenantLimits creates the tenant if needed. MaxInFlight 0 means
+	// unlimited; Weight must be >= 1.
+	SetTenantLimits(ctx context.Context, params *SetTenantLimitsParams) error
+	// CreateAPIKey stores a key hash (creating the tenant if needed).
+	CreateAPIKey(ctx context.Context, params *CreateAPIKeyParams) error
+	// LookupAPIKey returns the non-revoked key with this hash, or
+	// ErrNotFound.
+	LookupAPIKey(ctx context.Context, hash string) (*APIKey, error)
+}
+
+// RuleSets stores published, immutable quality rule set versions.
+type RuleSets interface {
+	// PublishRuleSet stores a new version numbered one past the newest and
+	// returns it. Publishing identical content again still makes a new
+	// version.
+	PublishRuleSet(ctx context.Context, params *PublishRuleSetParams) (*RuleSet, error)
+	// ListRuleSets returns every version, oldest first, without bodies.
+	ListRuleSets(ctx context.Context) ([]*RuleSet, error)
+	// GetRuleSet returns one version with its body, or ErrNotFound.
+	GetRuleSet(ctx context.Context, version string) (*RuleSet, error)
+	// LatestRuleSet returns the newest version with its body, or
+	// ErrNotFound when none was published.
+	LatestRuleSet(ctx context.Context) (*RuleSet, error)
+}
+
+// Lease names one claim of a task: the fencing token of every worker write.
+type Lease struct {
+	TaskID string
+	Epoch  int64
+}
+
+// AdmitParams is one admission transaction.
+type AdmitParams struct {
+	Now   time.Time
+	Items []*AdmitItem
+}
+
+// AdmitItem is one task to admit.
+type AdmitItem struct {
+	TaskID         string // generated by the caller, used when the item is admitted
+	Tenant         string
+	Author         string
+	IdempotencyKey string
+	RequestHash    string // hash of the normalized request, compared on replay
+	Workflow       string
+	Pool           dockettype.Pool
+	Priority       int
+	MaxAttempts    int
+	DeadlineAt     time.Time
+	TraceID        string
+	ConfigVersion  string
+	Input          []byte
+
+	PoolCapacity int // most non-terminal tasks in Pool; <= 0 means unlimited
+}
+
+// AdmitOutcome says what happened to one admission item.
+type AdmitOutcome int
+
+const (
+	Admitted            AdmitOutcome = iota + 1 // new task; Task is it
+	Replayed                                    // same key, same hash; Task is the earlier task
+	IdempotencyConflict                         // same key, different hash; Task is nil
+	QueueFull                                   // pool capacity reached
+	TenantQuotaExceeded                         // tenant in-flight limit reached
+)
+
+func (o AdmitOutcome) String() string {
+	switch o {
+	case Admitted:
+		return "admitted"
+	case Replayed:
+		return "replayed"
+	case IdempotencyConflict:
+		return "idempotency_conflict"
+	case QueueFull:
+		return "queue_full"
+	case TenantQuotaExceeded:
+		return "tenant_quota_exceeded"
+	}
+	return "unknown"
+}
+
+// AdmitResult is the outcome of one AdmitItem.
+type AdmitResult struct {
+	Outcome AdmitOutcome
+	Task    *dockettype.Task
+}
+
+// ClaimParams asks for up to Limit tasks of one pool.
+type ClaimParams struct {
+	Now      time.Time
+	Pool     dockettype.Pool
+	Owner    string // node/worker identity recorded on the lease
+	Limit    int
+	LeaseTTL time.Duration
+}
+
+// ClaimedTask is a task handed to a worker, with its input.
+type ClaimedTask struct {
+	Task  *dockettype.Task // State running, LeaseEpoch the new epoch
+	Input []byte
+}
+
+// Lease returns the claim's fencing token.
+func (c *ClaimedTask) Lease() Lease { return Lease{TaskID: c.Task.ID, Epoch: c.Task.LeaseEpoch} }
+
+// FinishKind is the outcome of one attempt.
+type FinishKind int
+
+const (
+	FinishSucceed FinishKind = iota + 1 // → succeeded with Result
+	FinishFail                          // → failed with Code
+	FinishRetry                         // → queued with RunAfter and Code as the last error
+)
+
+// FinishParams is one batch of attempt outcomes.
+type FinishParams struct {
+	Now   time.Time
+	Items []FinishItem
+}
+
+// FinishItem is the outcome of one attempt, fenced by its lease.
+type FinishItem struct {
+	Lease
+	Kind     FinishKind
+	Result   []byte          // FinishSucceed
+	Code     dockettype.Code // FinishFail, FinishRetry
+	RunAfter time.Time       // FinishRetry
+}
+
+// FinishResult says whether one FinishItem applied.
+type FinishResult struct {
+	Applied bool
+	State   dockettype.State // the task's state after the call (when it exists)
+}
+
+// AppendEvidenceParams records evidence under a lease.
+type AppendEvidenceParams struct {
+	Now   time.Time
+	Lease Lease
+	Items []EvidenceItem
+}
+
+// EvidenceItem is one evidence record.
+type EvidenceItem struct {
+	Kind string
+	Body []byte // JSON
+}
+
+// HeartbeatParams renews a batch of leases.
+type HeartbeatParams struct {
+	Now      time.Time
+	LeaseTTL time.Duration
+	Leases   []Lease
+}
+
+// FindExpiredLeasesParams bounds one recovery scan.
+type FindExpiredLeasesParams struct {
+	Now   time.Time
+	Limit int
+}
+
+// ExpiredLease is a running task whose lease has expired.
+type ExpiredLease struct {
+	Lease
+	Tenant      string
+	Pool        dockettype.Pool
+	Attempt     int
+	MaxAttempts int
+}
+
+// RecoverLeasesParams recovers a batch found by FindExpiredLeases.
+type RecoverLeasesParams struct {
+	Now   time.Time
+	Items []ExpiredLease
+}
+
+// RecoverResult counts what RecoverLeases did.
+type RecoverResult struct {
+	Requeued int
+	Failed   int // attempts exhausted: failed with lease_lost
+	Skipped  int // no longer expired, or changed since the scan
+	// Recovered lists the leases (as scanned, before the epoch bump) that
+	// were requeued or failed.
+	Recovered []Lease
+}
+
+// FindOverdueParams bounds one deadline scan.
+type FindOverdueParams struct {
+	Now   time.Time
+	Limit int
+}
+
+// OverdueTask is a non-terminal task past its deadline.
+type OverdueTask struct {
+	Lease
+	Tenant string
+	Pool   dockettype.Pool
+	State  dockettype.State // queued or running at scan time
+}
+
+// ExpireTasksParams times out a batch found by FindOverdue.
+type ExpireTasksParams struct {
+	Now   time.Time
+	Items []OverdueTask
+}
+
+// CancelParams cancels one task of a tenant.
+type CancelParams struct {
+	Now    time.Time
+	Tenant string
+	TaskID string
+}
+
+// CancelResult is the task after a cancel.
+type CancelResult struct {
+	Task     *dockettype.Task
+	Changed  bool
+	Previous Lease            // the lease the task had before the change
+	From     dockettype.State // the state before the change
+}
+
+// GetTaskParams names one task of a tenant.
+type GetTaskParams struct {
+	Tenant string
+	TaskID string
+}
+
+// ListTasksParams filters and pages a tenant's tasks.
+type ListTasksParams struct {
+	Tenant string
+	State  dockettype.State // optional
+	Pool   dockettype.Pool  // optional
+	Limit  int
+	After  string // keyset cursor: the last task ID of the previous page
+}
+
+// IdempotencyBinding binds (tenant, key) to a task.
+type IdempotencyBinding struct {
+	Tenant      string
+	Key         string
+	RequestHash string
+	TaskID      string
+	CreatedAt   time.Time
+}
+
+// Reservation is the quota a non-terminal task holds.
+type Reservation struct {
+	TaskID     string
+	Tenant     string
+	Pool       dockettype.Pool
+	CreatedAt  time.Time
+	ReleasedAt *time.Time
+}
+
+// Usage is the current reservation counters.
+type Usage struct {
+	Pools   map[dockettype.Pool]int // non-terminal tasks per pool
+	Tenants map[string]int          // non-terminal tasks per tenant
+}
+
+// StateCount is the number of tasks in one (pool, state).
+type StateCount struct {
+	Pool  dockettype.Pool
+	State dockettype.State
+	Count int64
+}
+
+// EnsureTenantParams names a tenant to create if missing.
+type EnsureTenantParams struct {
+	Now time.Time
+	ID  string
+}
+
+// Tenant is a tenant and its limits.
+type Tenant struct {
+	ID          string
+	MaxInFlight int // 0: unlimited
+	Weight      int
+	InFlight    int
+	CreatedAt   time.Time
+}
+
+// SetTenantLimitsParams sets a tenant's limits.
+type SetTenantLimitsParams struct {
+	Now         time.Time
+	Tenant      string
+	MaxInFlight int
+	Weight      int
+}
+
+// CreateAPIKeyParams stores a hashed API key.
+type CreateAPIKeyParams struct {
+	Now       time.Time
+	Hash      string
+	Tenant    string
+	Principal string
+	Role      dockettype.Role
+}
+
+// APIKey is a stored key (its hash only).
+type APIKey struct {
+	Hash      string
+	Tenant    string
+	Principal string
+	Role      dockettype.Role
+	CreatedAt time.Time
+}
+
+// PublishRuleSetParams publishes one rule set version.
+type PublishRuleSetParams struct {
+	Now  time.Time
+	Hash string // content hash, computed by the caller
+	Body []byte
+}
+
+// RuleSet is one published, immutable rule set version.
+type RuleSet struct {
+	Version     string // "v1", "v2", …
+	Hash        string
+	Body        []byte // nil in listings
+	PublishedAt time.Time
+}
