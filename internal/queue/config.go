@@ -53,6 +53,8 @@ type Config struct {
 	Clock   clockwork.Clock  // default real clock
 	Logger  *slog.Logger     // default slog.Default()
 	Metrics *metrics.Metrics // default a fresh set
+
+	noJitter bool // tests: start schedulers without the staggered first tick
 }
 
 func (c *Config) setDefaults() error {

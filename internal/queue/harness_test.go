@@ -15,6 +15,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/faultstore"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 )
 
@@ -108,6 +109,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		Clock:             h.clock,
 		Logger:            logger,
 	}
+	cfg.noJitter = true
 	for _, o := range opts {
 		o(h, &cfg)
 	}
@@ -123,8 +125,58 @@ func (h *harness) start() *harness {
 	if err := h.svc.Start(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
-	h.t.Cleanup(h.svc.Stop)
+	h.t.Cleanup(h.stop)
 	return h
+}
+
+// stop stops the service, advancing the fake clock through the shutdown
+// grace period so that tasks still running are cancelled.
+func (h *harness) stop() {
+	done := make(chan struct{})
+	go func() {
+		h.svc.Stop()
+		close(done)
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(5 * time.Millisecond):
+			h.clock.Advance(h.svc.cfg.ShutdownGrace)
+		}
+	}
+}
+
+// withFaults makes the service use a fault-injecting wrapper of the store.
+func withFaults(fs **faultstore.Store) harnessOption {
+	return func(h *harness, _ *Config) {
+		*fs = faultstore.New(h.store)
+		h.st = *fs
+	}
+}
+
+// ticks receives a signal after every tick of each scheduler.
+type ticks struct {
+	recovery, heartbeat, deadline chan struct{}
+}
+
+// watchTicks installs the schedulers' afterTick hooks; call before start.
+func (h *harness) watchTicks() *ticks {
+	tk := &ticks{make(chan struct{}, 1000), make(chan struct{}, 1000), make(chan struct{}, 1000)}
+	h.svc.recovery.afterTick = func() { tk.recovery <- struct{}{} }
+	h.svc.heartbeat.afterTick = func() { tk.heartbeat <- struct{}{} }
+	h.svc.deadline.afterTick = func() { tk.deadline <- struct{}{} }
+	return tk
+}
+
+// await waits for one tick signal.
+func await(t *testing.T, what string, ch chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s tick within 10s", what)
+	}
 }
 
 func principal(tenant, name string) dockettype.Principal {

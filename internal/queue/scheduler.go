@@ -40,13 +40,15 @@ func (sc *scheduler) run(ctx context.Context) {
 	clock := sc.svc.clock
 	// Stagger the first tick so that nodes started together do not scan
 	// together.
-	if j := sc.interval / 10; j > 0 {
+	if j := sc.interval / 10; j > 0 && !sc.svc.cfg.noJitter {
 		select {
 		case <-clock.After(time.Duration(rand.Int64N(int64(j)))):
 		case <-ctx.Done():
 			return
 		}
 	}
+	// The ticker exists before the first tick, so a tick's afterTick hook
+	// tells tests that advancing the clock will fire the next one.
 	ticker := clock.NewTicker(sc.interval)
 	defer ticker.Stop()
 	for {

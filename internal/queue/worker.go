@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
@@ -22,8 +20,13 @@ var errPanic = errors.New("workflow panicked")
 func (s *Service) execute(ctx context.Context, c *store.ClaimedTask) {
 	lease := c.Lease()
 	task := c.Task
-	runCtx, cancel := clockwork.WithDeadline(ctx, s.clock, task.DeadlineAt)
-	defer cancel()
+	// The task's own deadline stops the worker even if this node's deadline
+	// scheduler is slow. (clockwork.WithDeadline is not used: its fake-clock
+	// context blocks in Err until done.)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := s.clock.AfterFunc(task.DeadlineAt.Sub(s.clock.Now()), func() { cancel(errTimedOut) })
+	defer timer.Stop()
 	result, err := s.invoke(runCtx, c)
 	s.leases.remove(lease)
 
