@@ -16,7 +16,7 @@ import (
 
 // PoolConfig sizes one pool.
 type PoolConfig struct {
-	Workers  int // concurrent tasks on this node; 0 disables claiming (admission still works)
+	Workers  int // concurrent tasks on this node; 0: the default; < 0: no workers (admission still works)
 	Capacity int // most non-terminal tasks admitted to the pool, across all nodes; <= 0 unlimited
 }
 

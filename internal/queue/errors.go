@@ -25,10 +25,17 @@ func (s *Service) storeFailure(ctx context.Context, op string, err error) error 
 	if errors.Is(err, store.ErrNotFound) {
 		return dockettype.NewError(dockettype.CodeNotFound, "task not found")
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+	if ctx.Err() != nil {
+		// The caller went away or ran out of time: not an outage.
 		return ctx.Err()
 	}
 	s.metrics.StoreErrors.WithLabelValues(op).Inc()
+	if errors.Is(err, store.ErrInvalid) {
+		s.log.ErrorContext(ctx, "store refused invalid params", "code", dockettype.CodeInternal, "op", op)
+		return dockettype.NewError(dockettype.CodeInternal, "internal error")
+	}
+	// ErrUnavailable, and any error the backend could not classify: the
+	// client cannot tell them apart and should retry either way.
 	s.log.WarnContext(ctx, "store operation failed", "code", dockettype.CodeStoreUnavailable, "op", op)
 	return dockettype.NewError(dockettype.CodeStoreUnavailable, "the task store is unavailable; nothing was changed, retry later")
 }

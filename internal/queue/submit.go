@@ -73,13 +73,13 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		return nil, invalid(`pool must be "online" or "offline"`)
 	}
 	if req.TimeoutMS < 0 || time.Duration(req.TimeoutMS)*time.Millisecond > s.cfg.MaxTimeout {
-		return nil, invalid(fmt.Sprintf("timeout_ms must be between 1 and %d", s.cfg.MaxTimeout.Milliseconds()))
+		return nil, invalid(fmt.Sprintf("timeout_ms must be between 1 and %d (0 or absent: the default)", s.cfg.MaxTimeout.Milliseconds()))
 	}
 	if req.Priority < MinPriority || req.Priority > MaxPriority {
 		return nil, invalid(fmt.Sprintf("priority must be between %d and %d", MinPriority, MaxPriority))
 	}
 	if req.MaxAttempts < 0 || req.MaxAttempts > s.cfg.MaxAttemptsLimit {
-		return nil, invalid(fmt.Sprintf("max_attempts must be between 1 and %d", s.cfg.MaxAttemptsLimit))
+		return nil, invalid(fmt.Sprintf("max_attempts must be between 1 and %d (0 or absent: the default)", s.cfg.MaxAttemptsLimit))
 	}
 	input := []byte("null")
 	if len(req.Input) > 0 {

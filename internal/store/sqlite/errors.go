@@ -13,6 +13,9 @@ import (
 	"github.com/docket-dev/docket/internal/store"
 )
 
+// errDBClosed is database/sql's (unexported) error for a closed *sql.DB.
+const errDBClosed = "sql: database is closed"
+
 // interpretError maps native errors onto the store's sentinels, in one place.
 // The database's own message stays in the wrapped chain for debugging but
 // callers branch on the sentinel and never log the text.
@@ -29,7 +32,7 @@ func interpretError(op string, err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, driver.ErrBadConn),
-		errors.Is(err, sql.ErrConnDone):
+		errors.Is(err, sql.ErrConnDone), err.Error() == errDBClosed:
 		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
 	}
 	var se *sqlite.Error

@@ -10,7 +10,7 @@ import (
 	"github.com/docket-dev/docket/internal/store/storetest"
 )
 
-func open(t *testing.T) *sqlite.Store {
+func open(t testing.TB) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "docket.db"), sqlite.Options{Synchronous: "normal"})
 	if err != nil {

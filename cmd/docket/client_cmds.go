@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/docket-dev/docket/client"
+	"github.com/docket-dev/docket/dockettype"
+)
+
+// clientFlags adds --url and --key to a client command.
+func clientFlags(fs *flag.FlagSet) (url, key *string) {
+	url = fs.String("url", "http://127.0.0.1:8080", "Docket server URL")
+	key = fs.String("key", "", "API key")
+	return url, key
+}
+
+func newClient(url, key string) (*client.Client, error) {
+	if key == "" {
+		return nil, errors.New("no API key: pass --key or set DOCKET_API_KEY")
+	}
+	return client.New(url, key), nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// readInput reads --input: inline JSON, @FILE, or - for stdin.
+func readInput(v string) (json.RawMessage, error) {
+	var b []byte
+	var err error
+	switch {
+	case v == "-":
+		b, err = io.ReadAll(os.Stdin)
+	case strings.HasPrefix(v, "@"):
+		b, err = os.ReadFile(v[1:])
+	default:
+		b = []byte(v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(b) {
+		return nil, errors.New("--input is not valid JSON")
+	}
+	return b, nil
+}
+
+func submitCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("submit", stderr)
+	url, key := clientFlags(fs)
+	wf := fs.String("workflow", "", "registered workflow name (required)")
+	input := fs.String("input", "null", "task input: JSON, @FILE, or - for stdin")
+	idem := fs.String("idempotency-key", "", "idempotency key (default: a new random key)")
+	pool := fs.String("pool", "", "online or offline (default: the workflow's pool)")
+	timeoutMS := fs.Int64("timeout-ms", 0, "task deadline in milliseconds (default: the server's)")
+	priority := fs.Int("priority", 0, "priority within the tenant (-1000..1000)")
+	maxAttempts := fs.Int("max-attempts", 0, "attempts before failing (default: the server's)")
+	wait := fs.Duration("wait", 0, "wait up to this long for the task to finish")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *wf == "" {
+		return errors.New("--workflow is required")
+	}
+	in, err := readInput(*input)
+	if err != nil {
+		return err
+	}
+	if *idem == "" {
+		*idem = uuid.NewString()
+	}
+	c, err := newClient(*url, *key)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	res, err := c.Submit(ctx, &client.SubmitParams{
+		IdempotencyKey: *idem, Workflow: *wf, Input: in, Pool: dockettype.Pool(*pool),
+		TimeoutMS: *timeoutMS, Priority: *priority, MaxAttempts: *maxAttempts,
+	})
+	if err != nil {
+		return err
+	}
+	task := res.Task
+	if *wait > 0 {
+		if task, err = c.Wait(ctx, task.ID, *wait); err != nil {
+			return err
+		}
+	}
+	return printJSON(stdout, task)
+}
+
+// idArg parses a command that takes one task ID.
+func idArg(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*client.Client, string, error) {
+	fs := newFlags(name, stderr)
+	url, key := clientFlags(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	// Accept the ID before or after the flags.
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := parse(fs, args); err != nil {
+		return nil, "", err
+	}
+	if id == "" && fs.NArg() == 1 {
+		id = fs.Arg(0)
+	}
+	if id == "" {
+		return nil, "", fmt.Errorf("usage: docket %s ID", name)
+	}
+	c, err := newClient(*url, *key)
+	return c, id, err
+}
+
+func getCmd(args []string, stdout, stderr io.Writer) error {
+	var wait *time.Duration
+	c, id, err := idArg("get", args, stderr, func(fs *flag.FlagSet) {
+		wait = fs.Duration("wait", 0, "wait up to this long for the task to finish")
+	})
+	if err != nil {
+		return err
+	}
+	if *wait > 0 {
+		task, err := c.Wait(context.Background(), id, *wait)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, task)
+	}
+	task, err := c.Get(context.Background(), id)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, task)
+}
+
+func cancelCmd(args []string, stdout, stderr io.Writer) error {
+	c, id, err := idArg("cancel", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	task, err := c.Cancel(context.Background(), id)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, task)
+}
+
+func eventsCmd(args []string, stdout, stderr io.Writer) error {
+	c, id, err := idArg("events", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	events, err := c.Events(context.Background(), id)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, events)
+}
+
+func evidenceCmd(args []string, stdout, stderr io.Writer) error {
+	c, id, err := idArg("evidence", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	ev, err := c.Evidence(context.Background(), id)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, ev)
+}
+
+func listCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("list", stderr)
+	url, key := clientFlags(fs)
+	state := fs.String("state", "", "only tasks in this state")
+	pool := fs.String("pool", "", "only tasks of this pool")
+	limit := fs.Int("limit", 50, "page size (1..500)")
+	after := fs.String("after", "", "cursor: the next value of the previous page")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := newClient(*url, *key)
+	if err != nil {
+		return err
+	}
+	page, err := c.List(context.Background(), &client.ListParams{State: dockettype.State(*state), Pool: dockettype.Pool(*pool), Limit: *limit, After: *after})
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, page)
+}

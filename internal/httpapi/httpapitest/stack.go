@@ -1,0 +1,163 @@
+package httpapitest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/auth"
+	"github.com/docket-dev/docket/internal/demo"
+	"github.com/docket-dev/docket/internal/httpapi"
+	"github.com/docket-dev/docket/internal/logtest"
+	"github.com/docket-dev/docket/internal/metrics"
+	"github.com/docket-dev/docket/internal/queue"
+	"github.com/docket-dev/docket/internal/runtime"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/sqlite"
+	"github.com/docket-dev/docket/workflow"
+)
+
+// The principal of Stack.Key.
+const (
+	Tenant    = "acme"
+	Principal = "alice"
+)
+
+// Options adjusts the stack. The zero value gives a running stack with the
+// queue's defaults (and a short shutdown grace).
+type Options struct {
+	// Queue configures the service. Logger and Metrics default to the
+	// stack's.
+	Queue queue.Config
+	// API configures the handler. Logger and Metrics default to the
+	// stack's.
+	API httpapi.Options
+	// WrapStore, when set, wraps the store the service and the
+	// authenticator use (see FaultStore).
+	WrapStore func(store.Store) store.Store
+	// WrapRuntime, when set, wraps the demo runtime (e.g. to signal when a
+	// task starts).
+	WrapRuntime func(queue.Runtime) queue.Runtime
+}
+
+// Stack is a running server over the real store, queue and runtime.
+type Stack struct {
+	URL     string // the server's base URL
+	Server  *httptest.Server
+	Store   *sqlite.Store // the real store, for setup (keys, tenant limits)
+	Service *queue.Service
+	Metrics *metrics.Metrics
+	Key     string          // an API key of Tenant/Principal, role member
+	Logs    *logtest.Buffer // set by New
+
+	closers []func()
+}
+
+// New starts a stack for t in t.TempDir(), logging to a logtest logger
+// (the test fails if a log line leaks a payload canary or SQL text), and
+// closes it when t ends.
+func New(t testing.TB, opts Options) *Stack {
+	t.Helper()
+	logger, logs := logtest.New(t)
+	s, err := Start(context.Background(), t.TempDir(), logger, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Logs = logs
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a stack with its database in dir. Close stops it.
+func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (_ *Stack, err error) {
+	s := &Stack{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	s.Store, err = sqlite.Open(ctx, filepath.Join(dir, "d.db"), sqlite.Options{Synchronous: "normal"})
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s.closers = append(s.closers, func() { _ = s.Store.Close() })
+	var st store.Store = s.Store
+	if opts.WrapStore != nil {
+		st = opts.WrapStore(st)
+	}
+
+	reg := workflow.NewRegistry()
+	if err := demo.Register(reg, clockwork.NewRealClock()); err != nil {
+		return nil, fmt.Errorf("register demo workflows: %w", err)
+	}
+	var rt queue.Runtime = runtime.New(reg, nil)
+	if opts.WrapRuntime != nil {
+		rt = opts.WrapRuntime(rt)
+	}
+
+	cfg := opts.Queue
+	if cfg.Logger == nil {
+		cfg.Logger = logger
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = 50 * time.Millisecond
+	}
+	s.Service, err = queue.New(st, rt, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("new service: %w", err)
+	}
+	if err := s.Service.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start service: %w", err)
+	}
+	s.closers = append(s.closers, s.Service.Stop)
+	s.Metrics = s.Service.Metrics()
+
+	s.Key, err = s.NewKey(ctx, Tenant, Principal)
+	if err != nil {
+		return nil, err
+	}
+
+	api := opts.API
+	if api.Logger == nil {
+		api.Logger = logger
+	}
+	if api.Metrics == nil {
+		api.Metrics = s.Metrics
+	}
+	s.Server = httptest.NewServer(httpapi.New(s.Service, auth.NewAuthenticator(st), api))
+	s.closers = append(s.closers, s.Server.Close)
+	s.URL = s.Server.URL
+	return s, nil
+}
+
+// NewKey creates a member API key for (tenant, principal).
+func (s *Stack) NewKey(ctx context.Context, tenant, principal string) (string, error) {
+	key, err := auth.CreateKey(ctx, s.Store, time.Now(), tenant, principal, dockettype.RoleMember)
+	if err != nil {
+		return "", fmt.Errorf("create key: %w", err)
+	}
+	return key, nil
+}
+
+// SetTenantLimit sets a tenant's in-flight limit (0: unlimited).
+func (s *Stack) SetTenantLimit(ctx context.Context, tenant string, maxInFlight int) error {
+	return s.Store.SetTenantLimits(ctx, &store.SetTenantLimitsParams{
+		Now: time.Now(), Tenant: tenant, MaxInFlight: maxInFlight, Weight: 1,
+	})
+}
+
+// Close stops the server, the service and the store, in that order. It is
+// safe to call more than once.
+func (s *Stack) Close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+}

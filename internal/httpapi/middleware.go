@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+)
+
+// requestInfo is what the handlers tell the instrumentation about a
+// request. It holds no payload, header or error text.
+type requestInfo struct {
+	route   string          // the matched mux pattern
+	traceID string          // the request's trace ID (sent or made)
+	tenant  string          // set once authenticated
+	code    dockettype.Code // set when the answer is an error
+}
+
+type infoKey struct{}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(infoKey{}).(*requestInfo)
+	return info
+}
+
+// statusWriter records the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument wraps the mux: it sets the trace context and the traceparent
+// response header, recovers panics, writes the access log line and counts
+// the request.
+func (s *server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &requestInfo{route: routeUnmatched}
+		if id, ok := parseTraceparent(r.Header.Values("traceparent")); ok {
+			info.traceID = id
+		} else {
+			info.traceID = newTraceID()
+		}
+		w.Header().Set("traceparent", formatTraceparent(info.traceID))
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		defer func() {
+			if rec := recover(); rec != nil {
+				if rec == http.ErrAbortHandler {
+					// The handler chose to abort the connection: let the
+					// server do so, after accounting for the request.
+					s.finish(r, sw, info, start)
+					panic(rec)
+				}
+				// The panic value may hold a payload: log the code only.
+				s.log.ErrorContext(r.Context(), "handler panicked", "code", dockettype.CodeInternal,
+					"route", info.route, "trace_id", info.traceID)
+				if sw.status == 0 {
+					writeError(sw, r, dockettype.NewError(dockettype.CodeInternal, ""))
+				} else {
+					info.code = dockettype.CodeInternal
+				}
+			}
+			s.finish(r, sw, info, start)
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// finish logs the access line and counts the request.
+func (s *server) finish(r *http.Request, sw *statusWriter, info *requestInfo, start time.Time) {
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.metrics.HTTPRequests.WithLabelValues(info.route, strconv.Itoa(status)).Inc()
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("route", info.route),
+		slog.Int("status", status),
+		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
+		slog.String("trace_id", info.traceID),
+	}
+	if info.tenant != "" {
+		attrs = append(attrs, slog.String("tenant", info.tenant))
+	}
+	if info.code != "" {
+		attrs = append(attrs, slog.String("code", string(info.code)))
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
+}

@@ -1,0 +1,169 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/metrics"
+	"github.com/docket-dev/docket/internal/queue"
+)
+
+// DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes int64 = 1 << 20
+
+// MaxWait is the longest a long poll (GET /v1/tasks/{id}?wait=) may ask.
+const MaxWait = queue.MaxWait
+
+// Executor is what the API needs from the ExecutionService.
+// *queue.Service satisfies it. Errors are *dockettype.Error values; any
+// other error is answered as 500 internal.
+type Executor interface {
+	Submit(ctx context.Context, p dockettype.Principal, req *queue.SubmitRequest) (*queue.SubmitResult, error)
+	Get(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error)
+	Wait(ctx context.Context, p dockettype.Principal, id string, wait time.Duration) (*dockettype.Task, error)
+	List(ctx context.Context, p dockettype.Principal, req *queue.ListRequest) (*queue.ListResult, error)
+	Cancel(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error)
+	Events(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Event, error)
+	Evidence(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Evidence, error)
+	// Ready reports whether the store answers.
+	Ready(ctx context.Context) error
+}
+
+// Authenticator resolves an API key to its principal. *auth.Authenticator
+// satisfies it. An unknown or revoked key is auth.ErrUnauthenticated (or a
+// *dockettype.Error with CodeUnauthenticated); any other error means the
+// key store could not answer and is answered as 503 store_unavailable.
+type Authenticator interface {
+	Authenticate(ctx context.Context, key string) (dockettype.Principal, error)
+}
+
+// Options tunes the handler. The zero value works.
+type Options struct {
+	// MaxBodyBytes bounds request bodies; default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Logger receives one access line per request; default slog.Default().
+	Logger *slog.Logger
+	// Metrics counts requests (HTTPRequests) and is served on /metrics;
+	// default a fresh set. Pass the queue's set (Service.Metrics) so that
+	// /metrics shows the queue's collectors too.
+	Metrics *metrics.Metrics
+}
+
+// server holds the handler's dependencies.
+type server struct {
+	exec    Executor
+	authn   Authenticator
+	maxBody int64
+	log     *slog.Logger
+	metrics *metrics.Metrics
+}
+
+// route is one endpoint of the contract.
+type route struct {
+	method  string
+	path    string
+	handler http.HandlerFunc
+}
+
+// New returns the HTTP handler of the v1 contract.
+func New(exec Executor, authn Authenticator, opts Options) http.Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New()
+	}
+	s := &server{
+		exec:    exec,
+		authn:   authn,
+		maxBody: opts.MaxBodyBytes,
+		log:     opts.Logger.With("component", "http"),
+		metrics: opts.Metrics,
+	}
+	promHandler := promhttp.HandlerFor(opts.Metrics.Registry, promhttp.HandlerOpts{})
+	routes := []route{
+		{http.MethodPost, "/v1/tasks", s.authenticated(s.submit)},
+		{http.MethodGet, "/v1/tasks", s.authenticated(s.list)},
+		{http.MethodGet, "/v1/tasks/{id}", s.authenticated(s.get)},
+		{http.MethodPost, "/v1/tasks/{id}/cancel", s.authenticated(s.cancel)},
+		{http.MethodGet, "/v1/tasks/{id}/evidence", s.authenticated(s.evidence)},
+		{http.MethodGet, "/v1/tasks/{id}/events", s.authenticated(s.events)},
+		{http.MethodGet, "/healthz", s.healthz},
+		{http.MethodGet, "/readyz", s.readyz},
+		{http.MethodGet, "/metrics", promHandler.ServeHTTP},
+	}
+	mux := http.NewServeMux()
+	allowed := map[string][]string{}
+	var paths []string
+	for _, rt := range routes {
+		pattern := rt.method + " " + rt.path
+		mux.Handle(pattern, withRoute(pattern, rt.handler))
+		if _, ok := allowed[rt.path]; !ok {
+			paths = append(paths, rt.path)
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+		if rt.method == http.MethodGet {
+			allowed[rt.path] = append(allowed[rt.path], http.MethodHead)
+		}
+	}
+	// A pattern without a method is less specific than the same path with
+	// one, so these only see the methods a path does not serve.
+	for _, path := range paths {
+		methods := allowed[path]
+		slices.Sort(methods)
+		mux.Handle(path, withRoute(path, methodNotAllowed(strings.Join(methods, ", "))))
+	}
+	mux.Handle("/", withRoute(routeUnmatched, notFound))
+	return s.instrument(mux)
+}
+
+// routeUnmatched is the route label of requests no pattern matched.
+const routeUnmatched = "unmatched"
+
+// withRoute records the matched pattern for the access log and metrics.
+func withRoute(pattern string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if info := infoFrom(r.Context()); info != nil {
+			info.route = pattern
+		}
+		h(w, r)
+	})
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeErrorStatus(w, r, http.StatusMethodNotAllowed, dockettype.CodeInvalidRequest,
+			"method not allowed; this route accepts "+allow)
+	}
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeErrorStatus(w, r, http.StatusNotFound, dockettype.CodeNotFound, "no such route")
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.exec.Ready(r.Context()); err != nil {
+		if clientGone(r) {
+			writeClientGone(w, r)
+			return
+		}
+		writeErrorStatus(w, r, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable, "the task store is unavailable")
+		return
+	}
+	writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}

@@ -1,0 +1,253 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/queue"
+)
+
+// maxIDLen bounds task IDs and list cursors; longer ones cannot exist.
+const maxIDLen = 128
+
+// Largest page a list may ask for (the queue enforces the same bound).
+const maxListLimit = 500
+
+// listBody is the answer of GET /v1/tasks.
+type listBody struct {
+	Tasks []*dockettype.Task `json:"tasks"`
+	Next  string             `json:"next,omitempty"`
+}
+
+type eventsBody struct {
+	Events []dockettype.Event `json:"events"`
+}
+
+type evidenceBody struct {
+	Evidence []dockettype.Evidence `json:"evidence"`
+}
+
+// submit serves POST /v1/tasks: 201 with a new task, 200 with the task of
+// an earlier identical submission.
+func (s *server) submit(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+	if _, err := queryParams(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	keys := r.Header.Values("Idempotency-Key")
+	if len(keys) != 1 || queue.ValidIdempotencyKey(keys[0]) != nil {
+		writeError(w, r, invalidRequest("the Idempotency-Key header is required once, with 1 to 255 visible ASCII characters"))
+		return
+	}
+	if err := checkJSONContentType(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	req, err := decodeSubmission(body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	req.IdempotencyKey = keys[0]
+	req.TraceID = infoFrom(r.Context()).traceID
+	res, err := s.exec.Submit(r.Context(), p, req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if res.Replayed {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/v1/tasks/"+url.PathEscape(res.Task.ID))
+	writeJSON(w, r, status, res.Task)
+}
+
+// get serves GET /v1/tasks/{id}, with an optional long poll (?wait=).
+func (s *server) get(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+	q, err := queryParams(r, "wait")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id, ok := taskID(w, r)
+	if !ok {
+		return
+	}
+	var wait time.Duration
+	if v, ok := q["wait"]; ok {
+		wait, err = time.ParseDuration(v)
+		if err != nil || wait < 0 || wait > MaxWait {
+			writeError(w, r, invalidRequest(fmt.Sprintf("wait must be a duration between 0s and %s, like 10s", MaxWait)))
+			return
+		}
+	}
+	var t *dockettype.Task
+	if wait > 0 {
+		// The request's context ends the poll when the client goes away.
+		t, err = s.exec.Wait(r.Context(), p, id, wait)
+	} else {
+		t, err = s.exec.Get(r.Context(), p, id)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, t)
+}
+
+// list serves GET /v1/tasks: the tenant's tasks, newest first, one page.
+func (s *server) list(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+	q, err := queryParams(r, "state", "pool", "limit", "after")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	req := &queue.ListRequest{
+		State: dockettype.State(q["state"]),
+		Pool:  dockettype.Pool(q["pool"]),
+		After: q["after"],
+	}
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListLimit {
+			writeError(w, r, invalidRequest(fmt.Sprintf("limit must be an integer between 1 and %d", maxListLimit)))
+			return
+		}
+		req.Limit = n
+	}
+	if len(req.After) > maxIDLen {
+		writeError(w, r, invalidRequest("after must be the next cursor of a previous page"))
+		return
+	}
+	res, err := s.exec.List(r.Context(), p, req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := listBody{Tasks: res.Tasks, Next: res.Next}
+	if out.Tasks == nil {
+		out.Tasks = []*dockettype.Task{}
+	}
+	writeJSON(w, r, http.StatusOK, out)
+}
+
+// cancel serves POST /v1/tasks/{id}/cancel: the task, now cancelled or in
+// its earlier terminal state.
+func (s *server) cancel(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+	if _, err := queryParams(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id, ok := taskID(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.exec.Cancel(r.Context(), p, id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, t)
+}
+
+// events serves GET /v1/tasks/{id}/events: the task's history.
+func (s *server) events(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+	if _, err := queryParams(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id, ok := taskID(w, r)
+	if !ok {
+		return
+	}
+	ev, err := s.exec.Events(r.Context(), p, id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if ev == nil {
+		ev = []dockettype.Event{}
+	}
+	writeJSON(w, r, http.StatusOK, eventsBody{Events: ev})
+}
+
+// evidence serves GET /v1/tasks/{id}/evidence.
+func (s *server) evidence(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+	if _, err := queryParams(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id, ok := taskID(w, r)
+	if !ok {
+		return
+	}
+	ev, err := s.exec.Evidence(r.Context(), p, id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if ev == nil {
+		ev = []dockettype.Evidence{}
+	}
+	writeJSON(w, r, http.StatusOK, evidenceBody{Evidence: ev})
+}
+
+// taskID returns the {id} path value. An ID that cannot exist is answered
+// 404 at once, without asking the store.
+func taskID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	ok := id != "" && len(id) <= maxIDLen
+	for i := 0; ok && i < len(id); i++ {
+		ok = id[i] > 0x20 && id[i] < 0x7f
+	}
+	if !ok {
+		writeError(w, r, dockettype.NewError(dockettype.CodeNotFound, "task not found"))
+	}
+	return id, ok
+}
+
+// queryParams parses the query string strictly: only the allowed
+// parameters, each at most once. Parameters are never logged.
+func queryParams(r *http.Request, allowed ...string) (map[string]string, error) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, invalidRequest("the query string is malformed")
+	}
+	out := make(map[string]string, len(values))
+	for name, vs := range values {
+		known := false
+		for _, a := range allowed {
+			known = known || a == name
+		}
+		if !known {
+			return nil, invalidRequest(unknownParamMessage(name, allowed))
+		}
+		if len(vs) != 1 {
+			return nil, invalidRequest(fmt.Sprintf("query parameter %q must appear once", name))
+		}
+		out[name] = vs[0]
+	}
+	return out, nil
+}
+
+func unknownParamMessage(name string, allowed []string) string {
+	if len(allowed) == 0 {
+		return "this route takes no query parameters"
+	}
+	msg := "unknown query parameter"
+	if q, ok := quoteName(name); ok {
+		msg += " " + q
+	}
+	return fmt.Sprintf("%s; this route accepts %s", msg, strings.Join(allowed, ", "))
+}

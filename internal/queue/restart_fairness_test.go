@@ -1,0 +1,185 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/sqlite"
+)
+
+// TestExecutionServiceRestart closes the service and the store and opens
+// them again: every acknowledged task, its input, idempotency binding,
+// events and reservation are still there, and a task whose worker died is
+// picked up once its lease expires.
+func TestExecutionServiceRestart(t *testing.T) {
+	h := newHarness(t, func(h *harness, c *Config) { c.Online.Workers, c.Offline.Workers = -1, -1 }).start()
+	ctx := context.Background()
+	type acked struct {
+		task  *dockettype.Task
+		key   string
+		input string
+	}
+	var all []acked
+	for i := range 20 {
+		key, input := fmt.Sprint("k", i), fmt.Sprintf(`{"i":%d}`, i)
+		all = append(all, acked{h.submit(alice, key, "test.echo", input), key, input})
+	}
+	// One task was running on a node that then died.
+	claimed, err := h.store.Claim(ctx, &store.ClaimParams{Now: h.clock.Now(), Pool: dockettype.PoolOnline, Owner: "dead", Limit: 1, LeaseTTL: h.svc.cfg.LeaseTTL})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	cancelled, err := h.svc.Cancel(ctx, alice, all[19].task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := h.store.GetUsage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	if err := h.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	reopened, err := sqlite.Open(ctx, h.path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reopened.Close() })
+	h2 := &harness{t: t, store: reopened, st: reopened, rt: h.rt, clock: h.clock}
+	cfg := h.svc.cfg
+	cfg.Online.Workers, cfg.Offline.Workers = 4, 2
+	if h2.svc, err = New(reopened, h.rt, cfg); err != nil {
+		t.Fatal(err)
+	}
+	after, err := reopened.GetUsage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Pools[dockettype.PoolOnline] != before.Pools[dockettype.PoolOnline] || after.Tenants["acme"] != before.Tenants["acme"] {
+		t.Fatalf("usage after restart %+v, before %+v", after, before)
+	}
+	for _, a := range all {
+		got, err := reopened.GetTask(ctx, &store.GetTaskParams{Tenant: "acme", TaskID: a.task.ID})
+		if err != nil {
+			t.Fatalf("task %s lost: %v", a.task.ID, err)
+		}
+		input, err := reopened.GetInput(ctx, &store.GetTaskParams{Tenant: "acme", TaskID: a.task.ID})
+		if err != nil || string(input) != a.input {
+			t.Fatalf("input of %s = %s %v, want %s", a.task.ID, input, err, a.input)
+		}
+		b, err := reopened.GetIdempotencyBinding(ctx, "acme", a.key)
+		if err != nil || b.TaskID != a.task.ID {
+			t.Fatalf("binding %s = %+v %v", a.key, b, err)
+		}
+		r, err := reopened.GetReservation(ctx, a.task.ID)
+		if err != nil || (r.ReleasedAt != nil) != got.State.Terminal() {
+			t.Fatalf("reservation of %s (%s) = %+v %v", a.task.ID, got.State, r, err)
+		}
+		events, err := reopened.ListEvents(ctx, &store.GetTaskParams{Tenant: "acme", TaskID: a.task.ID})
+		if err != nil || len(events) == 0 {
+			t.Fatalf("events of %s: %v %v", a.task.ID, events, err)
+		}
+	}
+	// A replay after the restart answers with the same task.
+	res, err := h2.svc.Submit(ctx, alice, &SubmitRequest{IdempotencyKey: "k3", Workflow: "test.echo", Input: json.RawMessage(`{"i":3}`)})
+	if err != nil || !res.Replayed || res.Task.ID != all[3].task.ID {
+		t.Fatalf("replay after restart: %+v %v", res, err)
+	}
+
+	tk := h2.watchTicks()
+	h2.start()
+	await(t, "recovery", tk.recovery)
+	// The dead node's lease expires; recovery hands the task to this node.
+	h.clock.Advance(cfg.LeaseTTL + cfg.RecoveryInterval)
+	await(t, "recovery", tk.recovery)
+	for _, a := range all[:19] {
+		h2.waitTerminal(alice, a.task.ID, dockettype.StateSucceeded)
+	}
+	if got := h2.get(alice, cancelled.ID); got.State != dockettype.StateCancelled {
+		t.Fatalf("cancelled task after restart: %s", got.State)
+	}
+}
+
+// TestExecutionServiceFairTenantScheduling: tenant A has 10,000 queued
+// tasks; tenant B then submits 10. With every worker busy and slots freed
+// one at a time, B's tasks start within the next 20 starts (dispatch
+// alternates between the two backlogged tenants), not after A's backlog.
+func TestExecutionServiceFairTenantScheduling(t *testing.T) {
+	const workers = 4
+	h := newHarness(t, func(h *harness, c *Config) {
+		c.Online = PoolConfig{Workers: workers, Capacity: 20000}
+		c.ClaimBatch = workers
+	})
+	var (
+		mu     sync.Mutex
+		starts []string // tenant of each started task, in order
+	)
+	gate := make(chan struct{})
+	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		mu.Lock()
+		starts = append(starts, inv.Task.Tenant)
+		mu.Unlock()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	})
+	ctx := context.Background()
+	// Admit A's backlog in large batches (the same admission transaction
+	// Submit uses, without 10,000 HTTP-sized round trips).
+	for b := 0; b < 20; b++ {
+		items := make([]*store.AdmitItem, 500)
+		for i := range items {
+			items[i] = &store.AdmitItem{
+				TaskID: uuid.Must(uuid.NewV7()).String(), Tenant: "a", Author: "a", IdempotencyKey: fmt.Sprint("a-", b, "-", i),
+				RequestHash: "h", Workflow: "test.gated", Pool: dockettype.PoolOnline, MaxAttempts: 1,
+				DeadlineAt: baseTime.Add(h.svc.cfg.DefaultTimeout), TraceID: NewTraceID(), Input: []byte("null"),
+			}
+		}
+		if _, err := h.store.Admit(ctx, &store.AdmitParams{Now: h.clock.Now(), Items: items}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.start()
+	h.svc.wake(dockettype.PoolOnline)
+	eventually(t, "the pool to fill with A's tasks", func() bool { return h.svc.leases.len() == workers })
+	bob := principal("b", "bob")
+	for i := range 10 {
+		h.submit(bob, fmt.Sprint("b-", i), "test.gated", `1`)
+	}
+	mu.Lock()
+	offset := len(starts)
+	mu.Unlock()
+	// Free one slot at a time.
+	for i := 0; i < 20; i++ {
+		gate <- struct{}{}
+		eventually(t, "the freed slot to be refilled", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(starts) >= offset+i+1
+		})
+	}
+	mu.Lock()
+	window := append([]string(nil), starts[offset:offset+20]...)
+	mu.Unlock()
+	b := 0
+	for _, tenant := range window {
+		if tenant == "b" {
+			b++
+		}
+	}
+	if b != 10 {
+		t.Fatalf("B started %d of its 10 tasks in the 20 starts after it submitted (%v), want all 10", b, window)
+	}
+	close(gate)
+}
