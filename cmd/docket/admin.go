@@ -19,7 +19,7 @@ import (
 func migrateCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("migrate", stderr)
 	db := dbFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	st, err := docket.OpenStore(context.Background(), *db, docket.StoreOptions{})
@@ -40,7 +40,7 @@ func keysCmd(args []string, stdout, stderr io.Writer) error {
 	tenant := fs.String("tenant", "", "tenant the key belongs to (created if missing)")
 	principal := fs.String("principal", "", "principal: the author of tasks submitted with the key")
 	role := fs.String("role", "member", "member or admin")
-	if err := parse(fs, args[1:]); err != nil {
+	if _, err := parse(fs, args[1:]); err != nil {
 		return err
 	}
 	if *tenant == "" || *principal == "" {
@@ -69,7 +69,7 @@ func tenantsCmd(args []string, stdout, stderr io.Writer) error {
 	tenant := fs.String("tenant", "", "tenant to configure (created if missing)")
 	maxInFlight := fs.Int("max-in-flight", 0, "most non-terminal tasks of the tenant (0: unlimited)")
 	weight := fs.Int("weight", 1, "dispatch weight relative to other tenants (>= 1)")
-	if err := parse(fs, args[1:]); err != nil {
+	if _, err := parse(fs, args[1:]); err != nil {
 		return err
 	}
 	if !auth.ValidName(*tenant) {
@@ -100,21 +100,22 @@ func rulesCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("rules "+args[0], stderr)
 	db := dbFlag(fs)
-	if err := parse(fs, args[1:]); err != nil {
+	files, err := parse(fs, args[1:])
+	if err != nil {
 		return err
 	}
 	ctx := context.Background()
 	if args[0] == "publish" {
-		if fs.NArg() != 1 {
+		if len(files) != 1 {
 			return errors.New("usage: docket rules publish FILE")
 		}
-		body, err := os.ReadFile(fs.Arg(0))
+		body, err := os.ReadFile(files[0])
 		if err != nil {
 			return err
 		}
 		// Validate before touching the database.
 		if _, err := quality.Parse(body); err != nil {
-			return fmt.Errorf("%s is not a valid rule set: %w", fs.Arg(0), err)
+			return fmt.Errorf("%s is not a valid rule set: %w", files[0], err)
 		}
 		hash, err := quality.Hash(body)
 		if err != nil {

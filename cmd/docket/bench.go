@@ -29,7 +29,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	input := fs.String("input", `{"bench":true}`, "task input JSON")
 	pool := fs.String("pool", "", "pool override")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
-	if err := parse(fs, args); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	if *n <= 0 || *conc <= 0 {

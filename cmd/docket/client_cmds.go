@@ -69,7 +69,7 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	priority := fs.Int("priority", 0, "priority within the tenant (-1000..1000)")
 	maxAttempts := fs.Int("max-attempts", 0, "attempts before failing (default: the server's)")
 	wait := fs.Duration("wait", 0, "wait up to this long for the task to finish")
-	if err := parse(fs, args); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	if *wf == "" {
@@ -115,7 +115,7 @@ func idArg(name string, args []string, stderr io.Writer, extra func(*flag.FlagSe
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		id, args = args[0], args[1:]
 	}
-	if err := parse(fs, args); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return nil, "", err
 	}
 	if id == "" && fs.NArg() == 1 {
@@ -193,7 +193,7 @@ func listCmd(args []string, stdout, stderr io.Writer) error {
 	pool := fs.String("pool", "", "only tasks of this pool")
 	limit := fs.Int("limit", 50, "page size (1..500)")
 	after := fs.String("after", "", "cursor: the next value of the previous page")
-	if err := parse(fs, args); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	c, err := newClient(*url, *key)

@@ -19,15 +19,22 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args, then fills every flag not given on the command line
-// from its environment variable (DOCKET_ + the flag name in upper snake
-// case), so that --lease-ttl reads DOCKET_LEASE_TTL.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
+// parse parses args (flags may come before or after positional
+// arguments, which it returns), then fills every flag not given on the
+// command line from its environment variable (DOCKET_ + the flag name in
+// upper snake case), so that --lease-ttl reads DOCKET_LEASE_TTL.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, errUsage
 		}
-		return errUsage
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -43,10 +50,16 @@ func parse(fs *flag.FlagSet, args []string) error {
 			}
 		}
 	})
-	return err
+	return positional, err
 }
 
+// envAliases names the variables that do not follow the flag name.
+var envAliases = map[string]string{"key": "DOCKET_API_KEY"}
+
 func envName(flagName string) string {
+	if env, ok := envAliases[flagName]; ok {
+		return env
+	}
 	return "DOCKET_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 

@@ -30,7 +30,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown lets running tasks finish")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body")
 	fs.StringVar(&cfg.SQLiteSynchronous, "sqlite-synchronous", "full", "SQLite durability: full (fsync every commit) or normal")
-	if err := parse(fs, args); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
