@@ -323,3 +323,41 @@ func assertOneTerminalEvent(t *testing.T, h *harness, p dockettype.Principal, id
 		t.Fatalf("history %+v: want exactly one terminal event, last", events)
 	}
 }
+
+// TestExecutionServiceEvidenceIsFenced: evidence written under a lease that
+// is no longer current (the task was cancelled) is refused and counted, and
+// nothing is stored.
+func TestExecutionServiceEvidenceIsFenced(t *testing.T) {
+	h := newHarness(t)
+	wrote := make(chan struct{})
+	proceed := make(chan struct{})
+	lateErr := make(chan error, 1)
+	h.rt.register("test.evidence", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		body := json.RawMessage(`{"note":"` + logtest.Canary + `"}`)
+		if err := inv.Evidence.WriteEvidence(ctx, []dockettype.EvidenceItem{{Kind: "before", Body: body}}); err != nil {
+			return nil, err
+		}
+		close(wrote)
+		<-proceed
+		err := inv.Evidence.WriteEvidence(context.Background(), []dockettype.EvidenceItem{{Kind: "after", Body: body}})
+		lateErr <- err
+		return nil, err
+	})
+	h.start()
+	task := h.submit(alice, "e", "test.evidence", `1`)
+	<-wrote
+	if _, err := h.svc.Cancel(context.Background(), alice, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	close(proceed)
+	if err := <-lateErr; !errors.Is(err, store.ErrStaleLease) {
+		t.Fatalf("evidence after cancel: %v, want ErrStaleLease", err)
+	}
+	if n := metric(h.svc.metrics.FencingRejections, "evidence"); n != 1 {
+		t.Fatalf("evidence fencing rejections = %v, want 1", n)
+	}
+	ev, err := h.svc.Evidence(context.Background(), alice, task.ID)
+	if err != nil || len(ev) != 1 || ev[0].Kind != "before" || ev[0].Epoch != 1 || ev[0].Attempt != 1 {
+		t.Fatalf("evidence = %+v %v, want only the item written under the live lease", ev, err)
+	}
+}
