@@ -121,3 +121,15 @@ func TestUnknownCommandAndUsage(t *testing.T) {
 		t.Fatalf("get without an ID: %d %q", code, errOut)
 	}
 }
+
+func TestRedactDSN(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://bob:s3cret@db:5432/docket": "postgres://bob:xxxxx@db:5432/docket",
+		"postgres://bob@db/docket":             "postgres://bob@db/docket",
+		"./docket.db":                          "./docket.db",
+	} {
+		if got := redactDSN(in); got != want {
+			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -53,10 +54,22 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 		srv.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "Docket listening on %s (mode %s, database %s)\n", srv.URL(), cfg.Mode, cfg.DB)
+	fmt.Fprintf(stdout, "Docket listening on %s (mode %s, database %s)\n", srv.URL(), cfg.Mode, redactDSN(cfg.DB))
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "Shutting down…")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// redactDSN hides the password of a database URL before it is printed.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
 }

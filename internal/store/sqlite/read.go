@@ -195,7 +195,8 @@ func (s *Store) GetUsage(ctx context.Context) (*store.Usage, error) {
 	return u, interpretError("get_usage", rows.Err())
 }
 
-// CountByState counts tasks per pool and state from the (pool, state) index.
+// CountByState counts tasks per pool and state. It scans the table: for the
+// dashboard and occasional reads, not for a hot path.
 func (s *Store) CountByState(ctx context.Context) ([]store.StateCount, error) {
 	rows, err := s.r.QueryContext(ctx, "SELECT pool, state, count(*) FROM tasks GROUP BY pool, state ORDER BY pool, state")
 	if err != nil {

@@ -82,11 +82,17 @@ func dsn(path string, opts Options, writer bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeoutMS))
 	q.Add("_pragma", "foreign_keys(1)")
+	// Keep hot index pages in memory: the default 2 MB cache cannot hold
+	// the claim and lease indexes of a large table, and every miss is a
+	// read syscall.
+	q.Add("_pragma", "mmap_size(268435456)")
 	if writer {
+		q.Add("_pragma", "cache_size(-65536)")
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous("+strings.ToUpper(opts.Synchronous)+")")
 		q.Set("_txlock", "immediate")
 	} else {
+		q.Add("_pragma", "cache_size(-16384)")
 		q.Add("_pragma", "query_only(1)")
 	}
 	return "file:" + path + "?" + q.Encode()

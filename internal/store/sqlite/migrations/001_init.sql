@@ -61,7 +61,6 @@ CREATE INDEX tasks_deadline ON tasks (deadline_at) WHERE state IN ('queued', 'ru
 CREATE INDEX tasks_tenant ON tasks (tenant, id);
 CREATE INDEX tasks_tenant_state ON tasks (tenant, state, id);
 CREATE INDEX tasks_tenant_pool ON tasks (tenant, pool, id);
-CREATE INDEX tasks_pool_state ON tasks (pool, state);
 
 -- Input is immutable once admitted (R3).
 CREATE TABLE task_inputs (

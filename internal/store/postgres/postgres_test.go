@@ -1,0 +1,225 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/goleak"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/postgres"
+	"github.com/docket-dev/docket/internal/store/storetest"
+)
+
+const urlEnv = "DOCKET_TEST_POSTGRES_URL"
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// databaseURL returns the test database URL or skips the test.
+func databaseURL(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv(urlEnv)
+	if url == "" {
+		t.Skipf("%s is not set; set it to a PostgreSQL URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL store tests", urlEnv)
+	}
+	return url
+}
+
+// freshSchema returns the name of a schema that no other test uses and
+// drops it, with everything in it, when t ends (after the stores in it are
+// closed, since cleanups run last-registered first).
+func freshSchema(t *testing.T, url string) string {
+	t.Helper()
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	schema := "docket_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("connect to drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// open opens a store in a fresh schema; the schema is created by Open.
+func open(t *testing.T) *postgres.Store {
+	t.Helper()
+	url := databaseURL(t)
+	s, err := postgres.Open(t.Context(), url, postgres.Options{Schema: freshSchema(t, url)})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	databaseURL(t)
+	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
+}
+
+// The schema itself refuses to change a task's input (R3), even for a
+// client that bypasses the store.
+func TestInputIsImmutable(t *testing.T) {
+	url := databaseURL(t)
+	schema := freshSchema(t, url)
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	input := []byte(`{"text": "original"}`)
+	res, err := s.Admit(ctx, &store.AdmitParams{Items: []*store.AdmitItem{{
+		TaskID: "task-1", Tenant: "acme", IdempotencyKey: "k1", RequestHash: "h1",
+		Workflow: "demo.echo", Pool: "online", MaxAttempts: 1, Input: input,
+	}}})
+	if err != nil || res[0].Outcome != store.Admitted {
+		t.Fatalf("Admit = %v, %v; want admitted", res, err)
+	}
+
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	table := pgx.Identifier{schema, "task_inputs"}.Sanitize()
+	_, err = conn.Exec(ctx, "UPDATE "+table+" SET input = $1 WHERE task_id = $2", []byte(`{"text": "changed"}`), "task-1")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23001" {
+		t.Errorf("UPDATE of task_inputs: err = %v, want the trigger's restrict_violation (23001)", err)
+	}
+	got, err := s.GetInput(ctx, &store.GetTaskParams{Tenant: "acme", TaskID: "task-1"})
+	if err != nil || string(got) != string(input) {
+		t.Errorf("input after the refused UPDATE = %q, %v; want %q", got, err, input)
+	}
+}
+
+// Admissions of one key by a new tenant to different pools share no row lock
+// (neither the pool's nor the tenant's, which does not exist yet); they meet
+// on the key's unique index entry, and the losers answer from the winner's
+// binding.
+func TestSameKeyAcrossPools(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	const rounds, n = 16, 4
+	for round := range rounds {
+		tenant := fmt.Sprintf("tenant-%d", round)
+		results := make([]store.AdmitResult, n)
+		errs := make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				pool := dockettype.PoolOnline
+				if i%2 == 1 {
+					pool = dockettype.PoolOffline
+				}
+				it := &store.AdmitItem{
+					TaskID: fmt.Sprintf("task-%d-%d", round, i), Tenant: tenant, IdempotencyKey: "same", RequestHash: "h",
+					Workflow: "demo.echo", Pool: pool, MaxAttempts: 1,
+				}
+				<-start
+				res, err := s.Admit(t.Context(), &store.AdmitParams{Items: []*store.AdmitItem{it}})
+				if err == nil {
+					results[i] = res[0]
+				}
+				errs[i] = err
+			})
+		}
+		close(start)
+		wg.Wait()
+		var admitted []string
+		replayed := 0
+		for i, r := range results {
+			if errs[i] != nil {
+				t.Fatalf("round %d: Admit %d: %v", round, i, errs[i])
+			}
+			switch r.Outcome {
+			case store.Admitted:
+				admitted = append(admitted, r.Task.ID)
+			case store.Replayed:
+				replayed++
+			}
+		}
+		if len(admitted) != 1 || replayed != n-1 {
+			t.Fatalf("round %d: admitted %v and %d replayed, want 1 admitted and %d replayed", round, admitted, replayed, n-1)
+		}
+		for i, r := range results {
+			if r.Task == nil || r.Task.ID != admitted[0] {
+				t.Errorf("round %d: result %d: task %v, want %s", round, i, r.Task, admitted[0])
+			}
+		}
+	}
+	u, err := s.GetUsage(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Pools[dockettype.PoolOnline] + u.Pools[dockettype.PoolOffline]; got != rounds {
+		t.Errorf("usage = %+v, want %d units in all (one task per round)", u, rounds)
+	}
+}
+
+// Nodes that start at once on a fresh schema all migrate it: the advisory
+// lock queues them and each one after the first finds nothing to do.
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	url := databaseURL(t)
+	schema := freshSchema(t, url)
+	const n = 4
+	stores := make([]*postgres.Store, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			stores[i], errs[i] = postgres.Open(t.Context(), url, postgres.Options{Schema: schema, MaxConns: 2})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open %d: %v", i, err)
+			continue
+		}
+		if err := stores[i].Ping(t.Context()); err != nil {
+			t.Errorf("Ping %d: %v", i, err)
+		}
+		stores[i].Close()
+	}
+
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var applied int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM "+pgx.Identifier{schema, "docket_migrations"}.Sanitize()).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied != len(files) {
+		t.Errorf("docket_migrations rows = %d, want %d (each migration applied once)", applied, len(files))
+	}
+}
