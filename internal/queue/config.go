@@ -24,8 +24,8 @@ type PoolConfig struct {
 type Config struct {
 	NodeID string // lease owner recorded on claims; default host-pid-random
 
-	Online  PoolConfig // default: 4×CPU workers, capacity 10000
-	Offline PoolConfig // default: 2×CPU workers, capacity 10000
+	Online  PoolConfig // default: 32×CPU workers, capacity 10000
+	Offline PoolConfig // default: 8×CPU workers, capacity 10000
 
 	LeaseTTL          time.Duration // default 30s
 	HeartbeatInterval time.Duration // default LeaseTTL/3
@@ -73,8 +73,10 @@ func (c *Config) setDefaults() error {
 			p.Capacity = 10000
 		}
 	}
-	def(&c.Online, 4*cpus)
-	def(&c.Offline, 2*cpus)
+	// Workers are goroutines and most workflows wait on I/O, so the
+	// defaults are generous; claims are sized by free workers.
+	def(&c.Online, 32*cpus)
+	def(&c.Offline, 8*cpus)
 	setDur(&c.LeaseTTL, 30*time.Second)
 	setDur(&c.HeartbeatInterval, c.LeaseTTL/3)
 	setDur(&c.RecoveryInterval, 5*time.Second)

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
 
@@ -12,7 +11,7 @@ import (
 // EnsureTenant creates the tenant if missing.
 func (s *Store) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (bool, error) {
 	var created bool
-	err := s.write(ctx, "ensure_tenant", func(tx *sql.Tx) error {
+	err := s.write(ctx, "ensure_tenant", func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, "INSERT INTO tenants (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", p.ID, ms(p.Now))
 		if err != nil {
 			return err
@@ -42,7 +41,7 @@ func (s *Store) SetTenantLimits(ctx context.Context, p *store.SetTenantLimitsPar
 	if p.MaxInFlight < 0 || p.Weight < 1 {
 		return fmt.Errorf("set_tenant_limits: %w", store.ErrInvalid)
 	}
-	return s.write(ctx, "set_tenant_limits", func(tx *sql.Tx) error {
+	return s.write(ctx, "set_tenant_limits", func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, max_in_flight, weight, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET max_in_flight = excluded.max_in_flight, weight = excluded.weight`,
 			p.Tenant, p.MaxInFlight, p.Weight, ms(p.Now))
@@ -52,7 +51,7 @@ func (s *Store) SetTenantLimits(ctx context.Context, p *store.SetTenantLimitsPar
 
 // CreateAPIKey stores a key hash, creating the tenant if needed.
 func (s *Store) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) error {
-	return s.write(ctx, "create_api_key", func(tx *sql.Tx) error {
+	return s.write(ctx, "create_api_key", func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO tenants (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", p.Tenant, ms(p.Now)); err != nil {
 			return err
 		}
@@ -78,7 +77,7 @@ func (s *Store) LookupAPIKey(ctx context.Context, hash string) (*store.APIKey, e
 // PublishRuleSet stores the next version.
 func (s *Store) PublishRuleSet(ctx context.Context, p *store.PublishRuleSetParams) (*store.RuleSet, error) {
 	var rs *store.RuleSet
-	err := s.write(ctx, "publish_rule_set", func(tx *sql.Tx) error {
+	err := s.write(ctx, "publish_rule_set", func(tx *wtx) error {
 		var seq int64
 		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM rule_sets").Scan(&seq); err != nil {
 			return err

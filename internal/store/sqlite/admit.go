@@ -13,7 +13,7 @@ import (
 // Admit runs a batch of admissions in one transaction.
 func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) ([]store.AdmitResult, error) {
 	var out []store.AdmitResult
-	err := s.write(ctx, "admit", func(tx *sql.Tx) error {
+	err := s.write(ctx, "admit", func(tx *wtx) error {
 		out = make([]store.AdmitResult, 0, len(p.Items))
 		t := newTxn(ctx, tx, p.Now)
 		for _, it := range p.Items {

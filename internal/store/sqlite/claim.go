@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -21,7 +20,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Claim
 		return nil, fmt.Errorf("claim: %w", store.ErrInvalid)
 	}
 	var out []*store.ClaimedTask
-	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
+	err := s.write(ctx, "claim", func(tx *wtx) error {
 		t := newTxn(ctx, tx, p.Now)
 		if err := t.promoteDue(p.Pool); err != nil {
 			return err

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 // counters consistent. state is "queued" (ready), "succeeded", or "running"
 // (lease expired at leaseExpiry). deadline applies to every row.
 func SeedTasks(ctx context.Context, s *Store, tenant, pool, state string, n int, now, leaseExpiry, deadline time.Time) error {
-	return s.write(ctx, "seed", func(tx *sql.Tx) error {
+	return s.write(ctx, "seed", func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO tenants (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", tenant, ms(now)); err != nil {
 			return err
 		}

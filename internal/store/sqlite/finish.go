@@ -13,7 +13,7 @@ import (
 // Finish applies a batch of attempt outcomes, each fenced by its lease.
 func (s *Store) Finish(ctx context.Context, p *store.FinishParams) ([]store.FinishResult, error) {
 	var out []store.FinishResult
-	err := s.write(ctx, "finish", func(tx *sql.Tx) error {
+	err := s.write(ctx, "finish", func(tx *wtx) error {
 		out = make([]store.FinishResult, len(p.Items))
 		t := newTxn(ctx, tx, p.Now)
 		for i, it := range p.Items {
@@ -100,7 +100,7 @@ func nullString(s string) any {
 
 // AppendEvidence records evidence if the lease is still current.
 func (s *Store) AppendEvidence(ctx context.Context, p *store.AppendEvidenceParams) error {
-	return s.write(ctx, "append_evidence", func(tx *sql.Tx) error {
+	return s.write(ctx, "append_evidence", func(tx *wtx) error {
 		var attempt int
 		err := tx.QueryRowContext(ctx, "SELECT attempt FROM tasks WHERE id = ? AND lease_epoch = ? AND state = 'running'",
 			p.Lease.TaskID, p.Lease.Epoch).Scan(&attempt)
@@ -123,7 +123,7 @@ func (s *Store) AppendEvidence(ctx context.Context, p *store.AppendEvidenceParam
 // Heartbeat extends each current lease and returns the refused ones.
 func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]store.Lease, error) {
 	var refused []store.Lease
-	err := s.write(ctx, "heartbeat", func(tx *sql.Tx) error {
+	err := s.write(ctx, "heartbeat", func(tx *wtx) error {
 		refused = refused[:0]
 		until := ms(p.Now.Add(p.LeaseTTL))
 		for _, l := range p.Leases {

@@ -32,7 +32,7 @@ func (s *Store) FindExpiredLeases(ctx context.Context, p *store.FindExpiredLease
 // whose lease is still the expired one.
 func (s *Store) RecoverLeases(ctx context.Context, p *store.RecoverLeasesParams) (store.RecoverResult, error) {
 	var res store.RecoverResult
-	err := s.write(ctx, "recover_leases", func(tx *sql.Tx) error {
+	err := s.write(ctx, "recover_leases", func(tx *wtx) error {
 		res = store.RecoverResult{}
 		t := newTxn(ctx, tx, p.Now)
 		for _, it := range p.Items {
@@ -96,7 +96,7 @@ func (s *Store) FindOverdue(ctx context.Context, p *store.FindOverdueParams) ([]
 // ExpireTasks times out each task still in the scanned state and epoch.
 func (s *Store) ExpireTasks(ctx context.Context, p *store.ExpireTasksParams) ([]store.OverdueTask, error) {
 	var out []store.OverdueTask
-	err := s.write(ctx, "expire_tasks", func(tx *sql.Tx) error {
+	err := s.write(ctx, "expire_tasks", func(tx *wtx) error {
 		out = out[:0]
 		t := newTxn(ctx, tx, p.Now)
 		for _, it := range p.Items {
@@ -146,7 +146,7 @@ func (t *txn) endEarly(taskID string, from dockettype.State, epoch int64, to doc
 // Cancel cancels a tenant's queued or running task.
 func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.CancelResult, error) {
 	var out *store.CancelResult
-	err := s.write(ctx, "cancel", func(tx *sql.Tx) error {
+	err := s.write(ctx, "cancel", func(tx *wtx) error {
 		t := newTxn(ctx, tx, p.Now)
 		task, err := scanTask(tx.QueryRowContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE id = ? AND tenant = ?", p.TaskID, p.Tenant))
 		if err != nil {

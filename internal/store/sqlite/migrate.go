@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -44,7 +43,7 @@ func migrate(ctx context.Context, s *Store) error {
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
-		err = s.write(ctx, "migrate", func(tx *sql.Tx) error {
+		err = s.write(ctx, "migrate", func(tx *wtx) error {
 			var n int
 			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM docket_migrations WHERE version = ?", version).Scan(&n); err != nil {
 				return err

@@ -28,13 +28,14 @@ type Options struct {
 
 // Store implements store.Store on SQLite.
 type Store struct {
-	path string
-	opts Options
-	w    *sql.DB       // the single writer connection (shared by forks)
-	gate chan struct{} // FIFO write gate (shared by forks)
-	r    *sql.DB       // this handle's read pool
-	own  bool          // whether Close closes the writer
-	once sync.Once
+	path  string
+	opts  Options
+	w     *sql.DB       // the writer pool (shared by forks); see stmtCache
+	stmts *stmtCache    // prepared write statements (shared by forks)
+	gate  chan struct{} // FIFO write gate: one write transaction at a time (shared by forks)
+	r     *sql.DB       // this handle's read pool
+	own   bool          // whether Close closes the writer
+	once  sync.Once
 }
 
 var _ store.Store = (*Store)(nil)
@@ -58,11 +59,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
+	w.SetMaxOpenConns(2) // one transaction at a time (the gate); the other prepares
+	w.SetMaxIdleConns(2)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{path: path, opts: opts, w: w, gate: make(chan struct{}, 1), own: true}
+	s := &Store{path: path, opts: opts, w: w, stmts: newStmtCache(w), gate: make(chan struct{}, 1), own: true}
 	if err := migrate(ctx, s); err != nil {
 		w.Close()
 		return nil, err
@@ -118,7 +119,7 @@ func (s *Store) Fork(name string, maxConns int) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{path: s.path, opts: s.opts, w: s.w, gate: s.gate, r: r}, nil
+	return &Store{path: s.path, opts: s.opts, w: s.w, stmts: s.stmts, gate: s.gate, r: r}, nil
 }
 
 // Close closes this handle's read pool and, for the handle Open returned,
@@ -130,6 +131,7 @@ func (s *Store) Close() error {
 			err = s.r.Close()
 		}
 		if s.own {
+			s.stmts.close()
 			if werr := s.w.Close(); err == nil {
 				err = werr
 			}
@@ -148,17 +150,18 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // write runs fn in an immediate write transaction behind the FIFO gate.
-func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, op string, fn func(tx *wtx) error) error {
 	select {
 	case s.gate <- struct{}{}:
 	case <-ctx.Done():
 		return interpretError(op, ctx.Err())
 	}
 	defer func() { <-s.gate }()
-	tx, err := s.w.BeginTx(ctx, nil)
+	sqlTx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return interpretError(op, err)
 	}
+	tx := &wtx{Tx: sqlTx, cache: s.stmts}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return interpretError(op, err)

@@ -14,7 +14,7 @@ import (
 // batch of N tasks costs a handful of statements for the shared rows.
 type txn struct {
 	ctx    context.Context
-	tx     *sql.Tx
+	tx     *wtx
 	now    int64
 	events []event
 	// releases per tenant and per pool (reservations released this txn)
@@ -36,7 +36,7 @@ type queueKey struct {
 	tenant string
 }
 
-func newTxn(ctx context.Context, tx *sql.Tx, now time.Time) *txn {
+func newTxn(ctx context.Context, tx *wtx, now time.Time) *txn {
 	return &txn{
 		ctx: ctx, tx: tx, now: ms(now),
 		tenantRelease: map[string]int{},
