@@ -13,14 +13,13 @@ import (
 // other nodes stop at their own context deadline or at their next refused
 // heartbeat.
 type DeadlineScheduler struct {
-	svc   *Service
-	store store.Store
 	scheduler
 }
 
-func (d *DeadlineScheduler) Start(ctx context.Context) error {
-	d.scheduler = scheduler{name: "deadline", svc: d.svc, store: d.store, interval: d.svc.cfg.DeadlineInterval, tick: d.tick, afterTick: d.afterTick}
-	return d.scheduler.Start(ctx)
+func newDeadlineScheduler(s *Service) *DeadlineScheduler {
+	d := &DeadlineScheduler{}
+	d.scheduler = scheduler{name: "deadline", svc: s, interval: s.cfg.DeadlineInterval, tick: d.tick}
+	return d
 }
 
 func (d *DeadlineScheduler) tick(ctx context.Context) error {

@@ -361,3 +361,29 @@ func TestExecutionServiceEvidenceIsFenced(t *testing.T) {
 		t.Fatalf("evidence = %+v %v, want only the item written under the live lease", ev, err)
 	}
 }
+
+// TestServiceStartStopConcurrently starts and stops the service from many
+// goroutines at once; it must neither race nor leak (goleak in TestMain).
+func TestServiceStartStopConcurrently(t *testing.T) {
+	h := newHarness(t)
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := h.svc.Start(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			h.svc.Stop()
+		}()
+	}
+	wg.Wait()
+	h.svc.Stop()
+	// Still usable after all that.
+	h.start()
+	task := h.submit(alice, "after", "test.echo", `1`)
+	h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
+}

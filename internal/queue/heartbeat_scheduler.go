@@ -12,14 +12,13 @@ import (
 // batches, fenced by epoch. A refused renewal means the task was cancelled,
 // timed out or recovered elsewhere: the worker's context is cancelled at once.
 type HeartbeatScheduler struct {
-	svc   *Service
-	store store.Store
 	scheduler
 }
 
-func (h *HeartbeatScheduler) Start(ctx context.Context) error {
-	h.scheduler = scheduler{name: "heartbeat", svc: h.svc, store: h.store, interval: h.svc.cfg.HeartbeatInterval, tick: h.tick, afterTick: h.afterTick}
-	return h.scheduler.Start(ctx)
+func newHeartbeatScheduler(s *Service) *HeartbeatScheduler {
+	h := &HeartbeatScheduler{}
+	h.scheduler = scheduler{name: "heartbeat", svc: s, interval: s.cfg.HeartbeatInterval, tick: h.tick}
+	return h
 }
 
 func (h *HeartbeatScheduler) tick(ctx context.Context) error {

@@ -12,14 +12,13 @@ import (
 // their attempts are exhausted. Each batch is an indexed scan with a LIMIT
 // on a read connection followed by a short fenced write.
 type RecoveryScheduler struct {
-	svc   *Service
-	store store.Store
 	scheduler
 }
 
-func (r *RecoveryScheduler) Start(ctx context.Context) error {
-	r.scheduler = scheduler{name: "recovery", svc: r.svc, store: r.store, interval: r.svc.cfg.RecoveryInterval, tick: r.tick, afterTick: r.afterTick}
-	return r.scheduler.Start(ctx)
+func newRecoveryScheduler(s *Service) *RecoveryScheduler {
+	r := &RecoveryScheduler{}
+	r.scheduler = scheduler{name: "recovery", svc: s, interval: s.cfg.RecoveryInterval, tick: r.tick}
+	return r
 }
 
 func (r *RecoveryScheduler) tick(ctx context.Context) error {

@@ -19,7 +19,7 @@ import (
 type scheduler struct {
 	name     string
 	svc      *Service
-	store    store.Store
+	store    store.Store // this scheduler's fork, set by Service.Start
 	interval time.Duration
 	tick     func(ctx context.Context) error
 	log      *slog.Logger

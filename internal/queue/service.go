@@ -63,9 +63,9 @@ func New(st store.Store, rt Runtime, cfg Config) (*Service, error) {
 	for _, p := range dockettype.Pools {
 		s.pools[p] = newPool(s, p, cfg.pool(p))
 	}
-	s.recovery = &RecoveryScheduler{svc: s}
-	s.heartbeat = &HeartbeatScheduler{svc: s}
-	s.deadline = &DeadlineScheduler{svc: s}
+	s.recovery = newRecoveryScheduler(s)
+	s.heartbeat = newHeartbeatScheduler(s)
+	s.deadline = newDeadlineScheduler(s)
 	return s, nil
 }
 
