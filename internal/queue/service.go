@@ -84,7 +84,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return nil
 	}
 	fork := func(name string, conns int) (store.Store, error) {
-		f, err := s.store.Fork(name, conns)
+		f, err := s.store.Fork(name, store.ForkOptions{MaxConns: conns, Background: name == "pool-"+string(dockettype.PoolOffline)})
 		if err != nil {
 			return nil, fmt.Errorf("queue: fork store for %s: %w", name, err)
 		}

@@ -24,10 +24,10 @@ type Store interface {
 	// Ping reports whether the database is reachable.
 	Ping(ctx context.Context) error
 	// Fork returns a Store on the same database with its own connection
-	// budget of at most maxConns connections. Schedulers each use a fork so
-	// that a stuck query in one cannot take the connection another needs.
-	// Closing a fork does not close its parent.
-	Fork(name string, maxConns int) (Store, error)
+	// budget (opts.MaxConns). Schedulers and pools each use a fork so that a
+	// stuck query in one cannot take the connection another needs. Closing
+	// a fork does not close its parent.
+	Fork(name string, opts ForkOptions) (Store, error)
 	// Close releases the store's connections.
 	Close() error
 }
@@ -156,6 +156,16 @@ type RuleSets interface {
 	// LatestRuleSet returns the newest version with its body, or
 	// ErrNotFound when none was published.
 	LatestRuleSet(ctx context.Context) (*RuleSet, error)
+}
+
+// ForkOptions sizes a fork.
+type ForkOptions struct {
+	// MaxConns bounds the fork's connections (at least 1).
+	MaxConns int
+	// Background marks bulk work (the offline pool). Where a backend
+	// serializes writes (SQLite), a background fork's writes let waiting
+	// foreground writes go first, with a bound so that they never starve.
+	Background bool
 }
 
 // Lease names one claim of a task: the fencing token of every worker write.

@@ -329,8 +329,8 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Fork forks the inner store; the fork shares this wrapper's hooks and
 // counters.
-func (s *Store) Fork(name string, maxConns int) (store.Store, error) {
-	f, err := s.inner.Fork(name, maxConns)
+func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
+	f, err := s.inner.Fork(name, opts)
 	if err != nil {
 		return nil, err
 	}

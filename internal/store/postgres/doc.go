@@ -25,5 +25,5 @@
 //	s, err := postgres.Open(ctx, "postgres://docket@db/docket", postgres.Options{})
 //	if err != nil { … }
 //	defer s.Close()
-//	recovery, err := s.Fork("recovery", 2) // its own connection budget
+//	recovery, err := s.Fork("recovery", store.ForkOptions{MaxConns: 2}) // its own connection budget
 package postgres

@@ -23,7 +23,7 @@ func ExampleOpen() {
 	}
 	defer s.Close()
 
-	recovery, err := s.Fork("recovery", 2)
+	recovery, err := s.Fork("recovery", store.ForkOptions{MaxConns: 2})
 	if err != nil {
 		fmt.Println("fork:", err)
 		return

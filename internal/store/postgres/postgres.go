@@ -67,7 +67,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // database and schema: a separate connection budget, so that a stuck query
 // on one handle cannot take the connection another needs. Closing the fork
 // leaves this store usable.
-func (s *Store) Fork(name string, maxConns int) (store.Store, error) {
+func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
+	maxConns := opts.MaxConns // PostgreSQL has no single writer: Background needs nothing here
 	if maxConns <= 0 {
 		maxConns = 1
 	}

@@ -44,7 +44,7 @@ func TestNodesRaceOnSharedQueue(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, nodes)
 	for n := range nodes {
-		f, err := s.Fork(fmt.Sprintf("node-%d", n), 3)
+		f, err := s.Fork(fmt.Sprintf("node-%d", n), store.ForkOptions{MaxConns: 3})
 		if err != nil {
 			t.Fatalf("Fork: %v", err)
 		}

@@ -30,11 +30,12 @@ type Options struct {
 type Store struct {
 	path  string
 	opts  Options
-	w     *sql.DB       // the writer pool (shared by forks); see stmtCache
-	stmts *stmtCache    // prepared write statements (shared by forks)
-	gate  chan struct{} // FIFO write gate: one write transaction at a time (shared by forks)
-	r     *sql.DB       // this handle's read pool
-	own   bool          // whether Close closes the writer
+	w     *sql.DB    // the writer pool (shared by forks); see stmtCache
+	stmts *stmtCache // prepared write statements (shared by forks)
+	gate  *writeGate // one write transaction at a time (shared by forks)
+	bg    bool       // this handle's writes are background (ForkOptions.Background)
+	r     *sql.DB    // this handle's read pool
+	own   bool       // whether Close closes the writer
 	once  sync.Once
 }
 
@@ -63,7 +64,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetMaxIdleConns(2)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{path: path, opts: opts, w: w, stmts: newStmtCache(w), gate: make(chan struct{}, 1), own: true}
+	s := &Store{path: path, opts: opts, w: w, stmts: newStmtCache(w), gate: newWriteGate(), own: true}
 	if err := migrate(ctx, s); err != nil {
 		w.Close()
 		return nil, err
@@ -109,17 +110,15 @@ func openReader(path string, opts Options, conns int) (*sql.DB, error) {
 	return r, nil
 }
 
-// Fork returns a handle with its own read pool of maxConns connections,
-// sharing this store's writer.
-func (s *Store) Fork(name string, maxConns int) (store.Store, error) {
-	if maxConns <= 0 {
-		maxConns = 1
-	}
-	r, err := openReader(s.path, s.opts, maxConns)
+// Fork returns a handle with its own read pool of opts.MaxConns
+// connections, sharing this store's writer; a Background fork's writes yield
+// to foreground ones at the write gate.
+func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
+	r, err := openReader(s.path, s.opts, max(opts.MaxConns, 1))
 	if err != nil {
 		return nil, err
 	}
-	return &Store{path: s.path, opts: s.opts, w: s.w, stmts: s.stmts, gate: s.gate, r: r}, nil
+	return &Store{path: s.path, opts: s.opts, w: s.w, stmts: s.stmts, gate: s.gate, bg: opts.Background, r: r}, nil
 }
 
 // Close closes this handle's read pool and, for the handle Open returned,
@@ -149,14 +148,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// write runs fn in an immediate write transaction behind the FIFO gate.
+// write runs fn in an immediate write transaction behind the write gate.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *wtx) error) error {
-	select {
-	case s.gate <- struct{}{}:
-	case <-ctx.Done():
-		return interpretError(op, ctx.Err())
+	if err := s.gate.acquire(ctx, s.bg); err != nil {
+		return interpretError(op, err)
 	}
-	defer func() { <-s.gate }()
+	defer s.gate.release()
 	sqlTx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return interpretError(op, err)

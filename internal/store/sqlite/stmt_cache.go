@@ -16,7 +16,7 @@ const maxCachedStmts = 512
 // database/sql reuses a statement inside a transaction (Tx.StmtContext) only
 // if it was prepared on the *sql.DB, and preparing needs a free connection:
 // so the writer pool has two connections, one of which can prepare while the
-// other holds the open transaction. The FIFO gate still admits one write
+// other holds the open transaction. The write gate still admits one write
 // transaction at a time.
 type stmtCache struct {
 	mu    sync.Mutex

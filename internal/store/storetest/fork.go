@@ -25,7 +25,7 @@ func (su suite) testFork(t *testing.T) {
 	})
 
 	su.run(t, "CloseLeavesParentUsable", func(t *testing.T, s store.Store) {
-		f, err := s.Fork("short-lived", 1)
+		f, err := s.Fork("short-lived", store.ForkOptions{MaxConns: 1})
 		if err != nil {
 			t.Fatalf("Fork: %v", err)
 		}

@@ -65,7 +65,7 @@ func (su suite) open(t *testing.T) store.Store {
 // fork returns a fork of s that is closed when t ends (before s).
 func fork(t *testing.T, s store.Store, name string, maxConns int) store.Store {
 	t.Helper()
-	f, err := s.Fork(name, maxConns)
+	f, err := s.Fork(name, store.ForkOptions{MaxConns: maxConns})
 	if err != nil {
 		t.Fatalf("Fork(%q, %d): %v", name, maxConns, err)
 	}
