@@ -66,6 +66,7 @@ type Server struct {
 	ln      net.Listener
 	log     *slog.Logger
 	metrics *metrics.Metrics
+	clock   clockwork.Clock
 }
 
 // ErrNoPublishedRules is returned by New in pilot mode when no rule set
@@ -94,8 +95,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: st, log: cfg.Logger, metrics: metrics.New()}
 	clock := clockwork.NewRealClock()
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, metrics: metrics.New(), clock: clock}
 	var provider quality.Provider
 	switch cfg.Mode {
 	case ModeDemo:
@@ -139,7 +140,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	handler := httpapi.New(s.svc, auth.NewAuthenticator(st), httpapi.Options{
-		MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger, Metrics: s.metrics,
+		MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger, Metrics: s.metrics, Clock: clock,
 	})
 	s.http = &http.Server{
 		Handler:           handler,
@@ -153,11 +154,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 // Bootstrap creates tenant "demo" on first start and returns a new API key
 // for it; on later starts it returns "" (the key was shown once).
 func (s *Server) Bootstrap(ctx context.Context) (string, error) {
-	created, err := s.store.EnsureTenant(ctx, &store.EnsureTenantParams{Now: time.Now(), ID: "demo"})
+	created, err := s.store.EnsureTenant(ctx, &store.EnsureTenantParams{Now: s.clock.Now(), ID: "demo"})
 	if err != nil || !created {
 		return "", err
 	}
-	return auth.CreateKey(ctx, s.store, time.Now(), "demo", "demo", dockettype.RoleAdmin)
+	return auth.CreateKey(ctx, s.store, s.clock.Now(), "demo", "demo", dockettype.RoleAdmin)
 }
 
 // Start starts the pools, schedulers and the HTTP listener.

@@ -150,8 +150,15 @@ func (c *Client) Get(ctx context.Context, id string) (*dockettype.Task, error) {
 // The server holds each request for at most MaxServerWait; a longer d polls
 // again until the task is terminal, d has passed or ctx is done.
 func (c *Client) Wait(ctx context.Context, id string, d time.Duration) (*dockettype.Task, error) {
-	deadline := time.Now().Add(d)
+	if d <= 0 {
+		return c.Get(ctx, id)
+	}
+	// The wait's own deadline, separate from ctx's, which also bounds the
+	// final read.
+	waitCtx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
 	for {
+		deadline, _ := waitCtx.Deadline()
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			return c.Get(ctx, id)
@@ -165,7 +172,7 @@ func (c *Client) Wait(ctx context.Context, id string, d time.Duration) (*dockett
 			return nil, err
 		}
 		// Poll again only when this request could not cover the rest of d.
-		if t.State.Terminal() || wait < MaxServerWait || !time.Now().Before(deadline) {
+		if t.State.Terminal() || wait < MaxServerWait || waitCtx.Err() != nil {
 			return &t, nil
 		}
 	}

@@ -54,7 +54,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // the request.
 func (s *server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		start := s.clock.Now()
 		info := &requestInfo{route: routeUnmatched}
 		if id, ok := parseTraceparent(r.Header.Values("traceparent")); ok {
 			info.traceID = id
@@ -98,7 +98,7 @@ func (s *server) finish(r *http.Request, sw *statusWriter, info *requestInfo, st
 		slog.String("method", r.Method),
 		slog.String("route", info.route),
 		slog.Int("status", status),
-		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
+		slog.Int64("duration_ms", s.clock.Since(start).Milliseconds()),
 		slog.String("trace_id", info.traceID),
 	}
 	if info.tenant != "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -54,6 +55,8 @@ type Options struct {
 	// default a fresh set. Pass the queue's set (Service.Metrics) so that
 	// /metrics shows the queue's collectors too.
 	Metrics *metrics.Metrics
+	// Clock times requests for the access log; default the real clock.
+	Clock clockwork.Clock
 }
 
 // server holds the handler's dependencies.
@@ -63,6 +66,7 @@ type server struct {
 	maxBody int64
 	log     *slog.Logger
 	metrics *metrics.Metrics
+	clock   clockwork.Clock
 }
 
 // route is one endpoint of the contract.
@@ -83,12 +87,16 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.New()
 	}
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
 	s := &server{
 		exec:    exec,
 		authn:   authn,
 		maxBody: opts.MaxBodyBytes,
 		log:     opts.Logger.With("component", "http"),
 		metrics: opts.Metrics,
+		clock:   opts.Clock,
 	}
 	promHandler := promhttp.HandlerFor(opts.Metrics.Registry, promhttp.HandlerOpts{})
 	routes := []route{
