@@ -1,9 +1,6 @@
 package postgres_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,47 +14,17 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/postgres"
+	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
 	"github.com/docket-dev/docket/internal/store/storetest"
 )
-
-const urlEnv = "DOCKET_TEST_POSTGRES_URL"
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // databaseURL returns the test database URL or skips the test.
-func databaseURL(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv(urlEnv)
-	if url == "" {
-		t.Skipf("%s is not set; set it to a PostgreSQL URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL store tests", urlEnv)
-	}
-	return url
-}
+func databaseURL(t *testing.T) string { return pgtest.URL(t) }
 
-// freshSchema returns the name of a schema that no other test uses and
-// drops it, with everything in it, when t ends (after the stores in it are
-// closed, since cleanups run last-registered first).
-func freshSchema(t *testing.T, url string) string {
-	t.Helper()
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	schema := "docket_test_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("connect to drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
+// freshSchema returns a schema no other test uses, dropped when t ends.
+func freshSchema(t *testing.T, url string) string { return pgtest.Schema(t, url) }
 
 // open opens a store in a fresh schema; the schema is created by Open.
 func open(t *testing.T) *postgres.Store {

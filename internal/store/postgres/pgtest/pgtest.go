@@ -1,0 +1,64 @@
+// Package pgtest opens PostgreSQL stores for tests, each in a fresh schema
+// dropped when the test ends, so that runs never collide. Tests skip when
+// DOCKET_TEST_POSTGRES_URL is not set.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/docket-dev/docket/internal/store/postgres"
+)
+
+// URLEnv names the variable holding the test database URL.
+const URLEnv = "DOCKET_TEST_POSTGRES_URL"
+
+// URL returns the test database URL or skips the test.
+func URL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv(URLEnv)
+	if url == "" {
+		t.Skipf("%s is not set; set it to a PostgreSQL URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL tests", URLEnv)
+	}
+	return url
+}
+
+// Schema returns a schema name no other test uses, and drops the schema
+// with everything in it when t ends.
+func Schema(t testing.TB, url string) string {
+	t.Helper()
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	schema := "docket_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("connect to drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// Open opens a store in schema (see Schema), closed when t ends.
+func Open(t testing.TB, url, schema string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), url, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("open PostgreSQL store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
