@@ -12,7 +12,7 @@ import (
 )
 
 // scheduler is the loop the three maintenance schedulers share: its own
-// goroutine, its own ticker, its own store fork (connection budget), a
+// goroutine, its own jittered timer, its own store fork (connection budget), a
 // per-query timeout, panic recovery and counters. Nothing is shared between
 // two schedulers, so a slow or blocked recovery scan cannot delay heartbeats
 // or deadlines.
@@ -40,25 +40,37 @@ func (sc *scheduler) run(ctx context.Context) {
 	clock := sc.svc.clock
 	// Stagger the first tick so that nodes started together do not scan
 	// together.
-	if j := sc.interval / 10; j > 0 && !sc.svc.cfg.noJitter {
+	if d := sc.jitter(); d > 0 {
 		select {
-		case <-clock.After(time.Duration(rand.Int64N(int64(j)))):
+		case <-clock.After(d):
 		case <-ctx.Done():
 			return
 		}
 	}
-	// The ticker exists before the first tick, so a tick's afterTick hook
-	// tells tests that advancing the clock will fire the next one.
-	ticker := clock.NewTicker(sc.interval)
-	defer ticker.Stop()
 	for {
+		// Each period is the interval plus up to 10% of jitter, timed from
+		// the start of the tick (a slow tick does not stretch the period).
+		// The timer exists before the tick runs, so a tick's afterTick hook
+		// tells tests that advancing the clock will fire the next one.
+		timer := clock.NewTimer(sc.interval + sc.jitter())
 		sc.runTick(ctx)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-ticker.Chan():
+		case <-timer.Chan():
 		}
 	}
+}
+
+// jitter is a random delay of up to a tenth of the interval (none in tests
+// that drive the clock by exact intervals).
+func (sc *scheduler) jitter() time.Duration {
+	j := sc.interval / 10
+	if j <= 0 || sc.svc.cfg.noJitter {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(j)))
 }
 
 func (sc *scheduler) runTick(ctx context.Context) {
