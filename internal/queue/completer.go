@@ -79,7 +79,10 @@ func (c *completer) drain() {
 }
 
 // flush applies a batch, retrying store failures with capped exponential
-// backoff until it succeeds or the completer stops.
+// backoff until it succeeds or the service begins to stop. Once stopping it
+// tries once per batch and moves on, so that workers handing over outcomes
+// never wait on a store that is down: the outcomes it could not write are
+// dropped, their leases lapse, and recovery runs those tasks again.
 func (c *completer) flush(ctx context.Context, batch []*finishRequest) {
 	delay := 50 * time.Millisecond
 	for {
@@ -91,7 +94,9 @@ func (c *completer) flush(ctx context.Context, batch []*finishRequest) {
 		}
 		select {
 		case <-ctx.Done():
-			return // leases lapse; recovery re-queues the tasks
+			return
+		case <-c.svc.stopping:
+			return
 		case <-c.svc.clock.After(delay):
 		}
 		delay = min(2*delay, 5*time.Second)

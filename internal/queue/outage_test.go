@@ -108,3 +108,58 @@ func TestExecutionServiceDatabaseOutage(t *testing.T) {
 	}
 	h.submit(alice, "during", "test.echo", `1`)
 }
+
+// TestExecutionServiceStopDuringOutage: with the database down and more
+// finished attempts than the completer can hold, Stop still returns; the
+// outcomes it could not write are lost only as writes — their leases lapse
+// and another node runs those tasks again.
+func TestExecutionServiceStopDuringOutage(t *testing.T) {
+	var fs *faultstore.Store
+	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
+		c.FinishBatch = 1 // the completer holds 4 outcomes
+		c.Online.Workers = 16
+	})
+	gate := make(chan struct{})
+	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		<-gate
+		return inv.Input, nil
+	})
+	h.start()
+	var ids []string
+	for i := range 16 {
+		ids = append(ids, h.submit(alice, fmt.Sprint("k", i), "test.gated", `1`).ID)
+	}
+	eventually(t, "16 tasks to run", func() bool { return h.svc.leases.len() == 16 })
+	fs.Set("*", faultstore.Fail(store.ErrUnavailable))
+	close(gate) // 16 outcomes, none can be written
+	stopped := make(chan struct{})
+	go func() {
+		h.stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop hung while the database was down")
+	}
+	t.Logf("finish failures %d, finish calls %d, leases held %d", fs.Failures("finish"), fs.Calls("finish"), h.svc.leases.len())
+	fs.Clear()
+
+	// Another node recovers and finishes every task.
+	h2 := &harness{t: t, store: h.store, st: h.store, rt: h.rt, clock: h.clock}
+	cfg := h.svc.cfg
+	cfg.NodeID = "node-b"
+	var err error
+	if h2.svc, err = New(h.store, h.rt, cfg); err != nil {
+		t.Fatal(err)
+	}
+	tk := h2.watchTicks()
+	h2.start()
+	await(t, "recovery", tk.recovery)
+	h.clock.Advance(cfg.LeaseTTL + cfg.RecoveryInterval)
+	await(t, "recovery", tk.recovery)
+	for _, id := range ids {
+		h2.waitTerminal(alice, id, dockettype.StateSucceeded)
+		assertHistoryValid(t, h2, alice, id)
+	}
+}

@@ -34,9 +34,10 @@ type Service struct {
 	heartbeat *HeartbeatScheduler
 	deadline  *DeadlineScheduler
 
-	mu      sync.Mutex
-	started bool
-	forks   []store.Store
+	mu       sync.Mutex
+	started  bool
+	forks    []store.Store
+	stopping chan struct{} // closed when Stop begins
 }
 
 // New builds a Service. It starts nothing: call Start.
@@ -91,6 +92,7 @@ func (s *Service) Start(ctx context.Context) error {
 		s.forks = append(s.forks, f)
 		return f, nil
 	}
+	s.stopping = make(chan struct{})
 	var err error
 	if s.recovery.store, err = fork("recovery", 1); err != nil {
 		return s.abortStart(err)
@@ -138,6 +140,7 @@ func (s *Service) Stop() {
 	if !s.started {
 		return
 	}
+	close(s.stopping)
 	s.stopAll()
 	for _, f := range s.forks {
 		_ = f.Close()
