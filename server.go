@@ -196,6 +196,7 @@ func (s *Server) URL() string { return "http://" + s.Addr() }
 // ExecutionService (running tasks get the shutdown grace period) and closes
 // the store.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.svc.Drain() // long polls answer now instead of holding the shutdown
 	err := s.http.Shutdown(ctx)
 	s.svc.Stop()
 	if cerr := s.store.Close(); err == nil {

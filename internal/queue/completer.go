@@ -95,7 +95,7 @@ func (c *completer) flush(ctx context.Context, batch []*finishRequest) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.svc.stopping:
+		case <-c.svc.drainingC():
 			return
 		case <-c.svc.clock.After(delay):
 		}

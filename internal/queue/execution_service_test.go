@@ -387,3 +387,32 @@ func TestServiceStartStopConcurrently(t *testing.T) {
 	task := h.submit(alice, "after", "test.echo", `1`)
 	h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
 }
+
+// TestExecutionServiceDrainEndsLongPolls: a long poll answers at once, with
+// the task as it is, when the service begins to drain for shutdown.
+func TestExecutionServiceDrainEndsLongPolls(t *testing.T) {
+	h := newHarness(t, func(h *harness, c *Config) { c.Online.Workers = -1 }).start()
+	task := h.submit(alice, "k", "test.echo", `1`)
+	got := make(chan *dockettype.Task, 1)
+	go func() {
+		task, err := h.svc.Wait(context.Background(), alice, task.ID, MaxWait)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- task
+	}()
+	eventually(t, "the long poll to subscribe", func() bool {
+		h.svc.waiters.mu.Lock()
+		defer h.svc.waiters.mu.Unlock()
+		return len(h.svc.waiters.m) == 1
+	})
+	h.svc.Drain()
+	select {
+	case task := <-got:
+		if task == nil || task.State != dockettype.StateQueued {
+			t.Fatalf("long poll answered %+v, want the queued task", task)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("long poll still waiting after Drain")
+	}
+}

@@ -50,6 +50,10 @@ func (s *Service) Wait(ctx context.Context, p dockettype.Principal, id string, w
 			recheck.Stop()
 			unsubscribe()
 			return s.Get(ctx, p, id)
+		case <-s.drainingC(): // shutting down: answer now
+			recheck.Stop()
+			unsubscribe()
+			return s.Get(ctx, p, id)
 		case <-ctx.Done():
 			recheck.Stop()
 			unsubscribe()

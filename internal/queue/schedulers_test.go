@@ -326,6 +326,10 @@ func TestExecutionServicePartialDependencyFailure(t *testing.T) {
 	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
 		c.RetryBackoffBase, c.RetryBackoffMax = time.Second, 2*time.Second
 		c.DefaultMaxAttempts = 6
+		// This test drives the clock fast; keep leases and deadlines out of
+		// play (other tests cover them) so that only the injected faults
+		// decide attempts.
+		c.LeaseTTL, c.HeartbeatInterval, c.DefaultTimeout = time.Hour, 20*time.Minute, 24*time.Hour
 	})
 	fs.Set("append_evidence", faultstore.FailEvery(2, store.ErrUnavailable))
 	fs.Set("finish", faultstore.FailEvery(3, store.ErrUnavailable))
@@ -349,7 +353,7 @@ func TestExecutionServicePartialDependencyFailure(t *testing.T) {
 		ids[i] = h.submit(alice, fmt.Sprint("k", i), "test.flaky", fmt.Sprintf(`{"n": %d}`, i)).ID
 	}
 	eventually(t, "every task to be terminal", func() bool {
-		h.clock.Advance(time.Second) // backoffs, completer retries
+		h.clock.Advance(200 * time.Millisecond) // backoffs, completer retries
 		h.svc.wakeAll()
 		tasks, err := h.store.GetTasks(context.Background(), ids)
 		if err != nil || len(tasks) != n {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jonboulle/clockwork"
 
@@ -34,11 +35,25 @@ type Service struct {
 	heartbeat *HeartbeatScheduler
 	deadline  *DeadlineScheduler
 
-	mu       sync.Mutex
-	started  bool
-	forks    []store.Store
-	stopping chan struct{} // closed when Stop begins
+	mu      sync.Mutex
+	started bool
+	forks   []store.Store
+
+	// draining fires when Drain or Stop begins: long polls answer at once
+	// and the completer stops retrying. A new one is made at each Start.
+	draining atomic.Pointer[signal]
 }
+
+// signal is a one-shot broadcast.
+type signal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newSignal() *signal { return &signal{ch: make(chan struct{})} }
+
+func (s *signal) fire()                 { s.once.Do(func() { close(s.ch) }) }
+func (s *signal) done() <-chan struct{} { return s.ch }
 
 // New builds a Service. It starts nothing: call Start.
 func New(st store.Store, rt Runtime, cfg Config) (*Service, error) {
@@ -64,6 +79,7 @@ func New(st store.Store, rt Runtime, cfg Config) (*Service, error) {
 	for _, p := range dockettype.Pools {
 		s.pools[p] = newPool(s, p, cfg.pool(p))
 	}
+	s.draining.Store(newSignal())
 	s.recovery = newRecoveryScheduler(s)
 	s.heartbeat = newHeartbeatScheduler(s)
 	s.deadline = newDeadlineScheduler(s)
@@ -92,7 +108,7 @@ func (s *Service) Start(ctx context.Context) error {
 		s.forks = append(s.forks, f)
 		return f, nil
 	}
-	s.stopping = make(chan struct{})
+	s.draining.Store(newSignal())
 	var err error
 	if s.recovery.store, err = fork("recovery", 1); err != nil {
 		return s.abortStart(err)
@@ -140,7 +156,7 @@ func (s *Service) Stop() {
 	if !s.started {
 		return
 	}
-	close(s.stopping)
+	s.Drain()
 	s.stopAll()
 	for _, f := range s.forks {
 		_ = f.Close()
@@ -165,6 +181,13 @@ func (s *Service) stopAll() {
 	s.heartbeat.Stop()
 	s.deadline.Stop()
 }
+
+// Drain prepares for shutdown: long polls answer at once with the task as
+// it is, so that an HTTP server can finish its requests. Stop calls it too.
+func (s *Service) Drain() { s.draining.Load().fire() }
+
+// drainingC is closed once Drain or Stop has begun.
+func (s *Service) drainingC() <-chan struct{} { return s.draining.Load().done() }
 
 // Ready reports whether the store answers.
 func (s *Service) Ready(ctx context.Context) error {
