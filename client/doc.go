@@ -15,7 +15,7 @@
 //	case client.IsCode(err, dockettype.CodeQueueFull):
 //		var e *client.Error
 //		errors.As(err, &e)
-//		time.Sleep(e.RetryAfter) // back off, then submit again with the same key
+//		<-time.After(e.RetryAfter) // back off, then submit again with the same key
 //	case err != nil:
 //		return err
 //	}

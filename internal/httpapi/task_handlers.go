@@ -145,45 +145,35 @@ func (s *server) list(w http.ResponseWriter, r *http.Request, p dockettype.Princ
 // cancel serves POST /v1/tasks/{id}/cancel: the task, now cancelled or in
 // its earlier terminal state.
 func (s *server) cancel(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
-	if _, err := queryParams(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	id, ok := taskID(w, r)
-	if !ok {
-		return
-	}
-	t, err := s.exec.Cancel(r.Context(), p, id)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, r, http.StatusOK, t)
+	serveTask(w, r, func(id string) (any, error) { return s.exec.Cancel(r.Context(), p, id) })
 }
 
 // events serves GET /v1/tasks/{id}/events: the task's history.
 func (s *server) events(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
-	if _, err := queryParams(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	id, ok := taskID(w, r)
-	if !ok {
-		return
-	}
-	ev, err := s.exec.Events(r.Context(), p, id)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if ev == nil {
-		ev = []dockettype.Event{}
-	}
-	writeJSON(w, r, http.StatusOK, eventsBody{Events: ev})
+	serveTask(w, r, func(id string) (any, error) {
+		ev, err := s.exec.Events(r.Context(), p, id)
+		if ev == nil {
+			ev = []dockettype.Event{}
+		}
+		return eventsBody{Events: ev}, err
+	})
 }
 
 // evidence serves GET /v1/tasks/{id}/evidence.
 func (s *server) evidence(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+	serveTask(w, r, func(id string) (any, error) {
+		ev, err := s.exec.Evidence(r.Context(), p, id)
+		if ev == nil {
+			ev = []dockettype.Evidence{}
+		}
+		return evidenceBody{Evidence: ev}, err
+	})
+}
+
+// serveTask answers a call on one task that takes no query parameters:
+// it checks the query and the {id}, runs call and writes its answer (200)
+// or its error.
+func serveTask(w http.ResponseWriter, r *http.Request, call func(id string) (any, error)) {
 	if _, err := queryParams(r); err != nil {
 		writeError(w, r, err)
 		return
@@ -192,15 +182,12 @@ func (s *server) evidence(w http.ResponseWriter, r *http.Request, p dockettype.P
 	if !ok {
 		return
 	}
-	ev, err := s.exec.Evidence(r.Context(), p, id)
+	body, err := call(id)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if ev == nil {
-		ev = []dockettype.Evidence{}
-	}
-	writeJSON(w, r, http.StatusOK, evidenceBody{Evidence: ev})
+	writeJSON(w, r, http.StatusOK, body)
 }
 
 // taskID returns the {id} path value. An ID that cannot exist is answered

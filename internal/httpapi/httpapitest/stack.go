@@ -139,7 +139,7 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 
 // NewKey creates a member API key for (tenant, principal).
 func (s *Stack) NewKey(ctx context.Context, tenant, principal string) (string, error) {
-	key, err := auth.CreateKey(ctx, s.Store, time.Now(), tenant, principal, dockettype.RoleMember)
+	key, err := auth.CreateKey(ctx, s.Store, s.Service.Config().Clock.Now(), tenant, principal, dockettype.RoleMember)
 	if err != nil {
 		return "", fmt.Errorf("create key: %w", err)
 	}
@@ -149,7 +149,7 @@ func (s *Stack) NewKey(ctx context.Context, tenant, principal string) (string, e
 // SetTenantLimit sets a tenant's in-flight limit (0: unlimited).
 func (s *Stack) SetTenantLimit(ctx context.Context, tenant string, maxInFlight int) error {
 	return s.Store.SetTenantLimits(ctx, &store.SetTenantLimitsParams{
-		Now: time.Now(), Tenant: tenant, MaxInFlight: maxInFlight, Weight: 1,
+		Now: s.Service.Config().Clock.Now(), Tenant: tenant, MaxInFlight: maxInFlight, Weight: 1,
 	})
 }
 
