@@ -40,17 +40,14 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Claim
 				return err
 			}
 			ids = append(ids, got...)
-			// The ready counter is a cache of the index; if the index
-			// holds fewer tasks than the counter promised, trust the index.
-			if len(got) < a.Count && len(got) < a.Queued {
-				if _, err := tx.ExecContext(ctx, "UPDATE tenant_queues SET queued = ? WHERE pool = ? AND tenant = ?",
-					len(got), p.Pool, a.Tenant); err != nil {
-					return err
-				}
-			}
-			t.queueDelta(p.Pool, a.Tenant, -len(got))
-			if _, err := tx.ExecContext(ctx, "UPDATE tenant_queues SET vtime = ? WHERE pool = ? AND tenant = ?",
-				a.VTime, p.Pool, a.Tenant); err != nil {
+			// One statement per tenant: its new virtual time and ready
+			// count. The count is a cache of the index; if the index held
+			// fewer tasks than it promised (with one writer nothing else can
+			// hold them), the tenant has none left.
+			drained := len(got) < a.Count && len(got) < a.Queued
+			if _, err := tx.ExecContext(ctx, `UPDATE tenant_queues SET vtime = ?,
+				queued = CASE WHEN ? THEN 0 ELSE max(queued - ?, 0) END
+				WHERE pool = ? AND tenant = ?`, a.VTime, drained, len(got), p.Pool, a.Tenant); err != nil {
 				return err
 			}
 		}
