@@ -20,15 +20,6 @@ var migrations embed.FS
 // in different schemas do not wait for each other.
 const migrationLockClass = 0x646f636b
 
-// Migrate applies pending migrations; Open calls it.
-func Migrate(ctx context.Context, url string, opts Options) error {
-	s, err := Open(ctx, url, opts)
-	if err != nil {
-		return err
-	}
-	return s.Close()
-}
-
 // migrate creates the schema if needed and applies, in order, each embedded
 // migration not yet recorded in docket_migrations, all in one transaction
 // that holds a transaction-scoped advisory lock: nodes starting at once

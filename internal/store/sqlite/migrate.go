@@ -13,15 +13,6 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Migrate applies pending migrations; Open calls it.
-func Migrate(ctx context.Context, path string) error {
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		return err
-	}
-	return s.Close()
-}
-
 // migrate applies, in order, each embedded migration not yet recorded in
 // docket_migrations, one transaction per file.
 func migrate(ctx context.Context, s *Store) error {
