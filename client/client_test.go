@@ -20,6 +20,7 @@ import (
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/faultstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -146,13 +147,13 @@ func TestClientErrors(t *testing.T) {
 
 func TestClientStoreUnavailable(t *testing.T) {
 	t.Parallel()
-	var fs *httpapitest.FaultStore
+	var fs *faultstore.Store
 	s := httpapitest.New(t, httpapitest.Options{Queue: queuedOnly, WrapStore: func(st store.Store) store.Store {
-		fs = httpapitest.NewFaultStore(st)
+		fs = faultstore.New(st)
 		return fs
 	}})
 	c := client.New(s.URL, s.Key)
-	fs.FailTasks.Store(true)
+	httpapitest.FailTasks(fs, true)
 	_, err := c.Submit(context.Background(), &client.SubmitParams{IdempotencyKey: "a", Workflow: "demo.echo", Input: canaryInput})
 	wantCode(t, err, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/faultstore"
 )
 
 // echoBody is a demo.echo submission whose input carries the canary.
@@ -515,14 +516,14 @@ func TestRoutes(t *testing.T) {
 
 func TestStoreUnavailable(t *testing.T) {
 	t.Parallel()
-	var fs *httpapitest.FaultStore
+	var fs *faultstore.Store
 	s := httpapitest.New(t, httpapitest.Options{Queue: queuedOnly, WrapStore: func(st store.Store) store.Store {
-		fs = httpapitest.NewFaultStore(st)
+		fs = faultstore.New(st)
 		return fs
 	}})
 	task := mustSubmit(t, s.URL, s.Key, "k", echoBody)
 
-	fs.FailTasks.Store(true)
+	httpapitest.FailTasks(fs, true)
 	for _, rq := range []request{
 		{method: http.MethodPost, path: "/v1/tasks", body: echoBody, header: map[string]string{"Idempotency-Key": "k2"}},
 		{method: http.MethodGet, path: "/v1/tasks/" + task.ID},
@@ -542,8 +543,8 @@ func TestStoreUnavailable(t *testing.T) {
 	call(t, s.URL, request{method: http.MethodGet, path: "/healthz"}).wantStatus(t, http.StatusOK)
 
 	// The key store failing is 503 too, not 401.
-	fs.FailTasks.Store(false)
-	fs.FailKeys.Store(true)
+	httpapitest.FailTasks(fs, false)
+	httpapitest.FailKeys(fs, true)
 	r := call(t, s.URL, request{method: http.MethodGet, path: "/v1/tasks/" + task.ID, key: s.Key})
 	r.wantError(t, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)
 	assertNoLeak(t, r.body)
@@ -552,7 +553,7 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 
 	// Back to normal: nothing was admitted during the outage.
-	fs.FailKeys.Store(false)
+	httpapitest.FailKeys(fs, false)
 	var list struct{ Tasks []*dockettype.Task }
 	call(t, s.URL, request{method: http.MethodGet, path: "/v1/tasks", key: s.Key}).decode(t, &list)
 	if len(list.Tasks) != 1 {

@@ -7,6 +7,7 @@
 //	req, _ := http.NewRequest("GET", stack.URL+"/v1/tasks", nil)
 //	req.Header.Set("Authorization", "Bearer "+stack.Key)
 //
-// FaultStore wraps the store to simulate an outage of the API's reads and
-// writes, or of key lookups, while the schedulers keep their own handles.
+// With Options.WrapStore and a faultstore.Store, FailTasks and FailKeys
+// simulate an outage of the API's task calls or of key lookups while the
+// pools and schedulers keep working.
 package httpapitest

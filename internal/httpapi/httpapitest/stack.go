@@ -40,7 +40,7 @@ type Options struct {
 	// stack's.
 	API httpapi.Options
 	// WrapStore, when set, wraps the store the service and the
-	// authenticator use (see FaultStore).
+	// authenticator use (e.g. a faultstore.Store; see FailTasks).
 	WrapStore func(store.Store) store.Store
 	// WrapRuntime, when set, wraps the demo runtime (e.g. to signal when a
 	// task starts).
