@@ -216,9 +216,15 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	<-ctx.Done()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.svc.Config().ShutdownGrace+10*time.Second)
+	return s.Stop()
+}
+
+// Stop shuts the server down (see Shutdown), allowing the shutdown grace
+// period plus 10 s for in-flight requests and tasks.
+func (s *Server) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.svc.Config().ShutdownGrace+10*time.Second)
 	defer cancel()
-	return s.Shutdown(shutdownCtx)
+	return s.Shutdown(ctx)
 }
 
 // IsPostgresURL reports whether dsn names a PostgreSQL database.

@@ -57,9 +57,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Docket listening on %s (mode %s, database %s)\n", srv.URL(), cfg.Mode, redactDSN(cfg.DB))
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "Shutting down…")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+10*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdownCtx)
+	return srv.Stop()
 }
 
 // redactDSN hides the password of a database URL before it is printed.

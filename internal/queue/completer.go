@@ -124,7 +124,7 @@ func (c *completer) apply(ctx context.Context, batch []*finishRequest) bool {
 		}
 		switch r.item.Kind {
 		case store.FinishRetry:
-			s.metrics.Retries.WithLabelValues(string(r.pool), metricsCode(r.item.Code)).Inc()
+			s.metrics.Retries.WithLabelValues(string(r.pool), metrics.CodeLabel(r.item.Code)).Inc()
 		default:
 			s.metrics.TerminalOutcomes.WithLabelValues(string(r.pool), string(res[i].State)).Inc()
 			s.waiters.notify(r.item.TaskID)
@@ -132,5 +132,3 @@ func (c *completer) apply(ctx context.Context, batch []*finishRequest) bool {
 	}
 	return true
 }
-
-func metricsCode(c dockettype.Code) string { return metrics.CodeLabel(c) }

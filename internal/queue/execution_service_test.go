@@ -248,7 +248,7 @@ func TestExecutionServiceCancel(t *testing.T) {
 		if final.State != dockettype.StateCancelled || final.Result != nil {
 			t.Fatalf("after late result: state %s result %s, want cancelled without result", final.State, final.Result)
 		}
-		assertOneTerminalEvent(t, h, alice, task.ID)
+		assertOneTerminalEvent(t, h.svc, alice, task.ID)
 	})
 
 	t.Run("running, worker honours cancellation", func(t *testing.T) {
@@ -261,7 +261,7 @@ func TestExecutionServiceCancel(t *testing.T) {
 		if got := metric(h.svc.metrics.WorkerErrors, "test.polite", "workflow_error"); got != 0 {
 			t.Fatalf("cancellation counted as %v worker errors, want 0", got)
 		}
-		assertOneTerminalEvent(t, h, alice, task.ID)
+		assertOneTerminalEvent(t, h.svc, alice, task.ID)
 	})
 }
 
@@ -302,14 +302,14 @@ func TestExecutionServiceFencing(t *testing.T) {
 	if got.State != dockettype.StateSucceeded || string(got.Result) != `"new"` {
 		t.Fatalf("state %s result %s, want succeeded with the current worker's result", got.State, got.Result)
 	}
-	assertOneTerminalEvent(t, h, alice, task.ID)
+	assertOneTerminalEvent(t, h.svc, alice, task.ID)
 }
 
 // assertOneTerminalEvent checks the task's history: exactly one event into a
 // terminal state, and it is the last one.
-func assertOneTerminalEvent(t *testing.T, h *harness, p dockettype.Principal, id string) {
+func assertOneTerminalEvent(t *testing.T, svc *Service, p dockettype.Principal, id string) []dockettype.Event {
 	t.Helper()
-	events, err := h.svc.Events(context.Background(), p, id)
+	events, err := svc.Events(context.Background(), p, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,6 +322,7 @@ func assertOneTerminalEvent(t *testing.T, h *harness, p dockettype.Principal, id
 	if terminal != 1 || !events[len(events)-1].To.Terminal() {
 		t.Fatalf("history %+v: want exactly one terminal event, last", events)
 	}
+	return events
 }
 
 // TestExecutionServiceEvidenceIsFenced: evidence written under a lease that

@@ -157,17 +157,7 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 	eventually(t, "node B's late result to be fenced", func() bool {
 		return metric(b.metrics.FencingRejections, "finish") == 1
 	})
-	events, err := a.Events(ctx, alice, res.Task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	terminal := 0
-	for _, e := range events {
-		if e.To.Terminal() {
-			terminal++
-		}
-	}
-	if terminal != 1 || events[len(events)-1].To != dockettype.StateCancelled {
-		t.Fatalf("history %+v: want one terminal event, cancelled", events)
+	if events := assertOneTerminalEvent(t, a, alice, res.Task.ID); events[len(events)-1].To != dockettype.StateCancelled {
+		t.Fatalf("history %+v: want the terminal event to be the cancel", events)
 	}
 }

@@ -71,7 +71,7 @@ func TestExecutionServiceLeaseRecovery(t *testing.T) {
 	if final := h.get(alice, task.ID); string(final.Result) != `"second"` || final.State != dockettype.StateSucceeded {
 		t.Fatalf("after the late result: %s %s", final.State, final.Result)
 	}
-	assertOneTerminalEvent(t, h, alice, task.ID)
+	assertOneTerminalEvent(t, h.svc, alice, task.ID)
 }
 
 // TestExecutionServiceHeartbeatRefusalStopsWorker: when another node
@@ -173,8 +173,8 @@ func TestExecutionServiceTimeout(t *testing.T) {
 	if n := metric(h.svc.metrics.DeadlineTimeouts, "queued") + metric(h.svc.metrics.DeadlineTimeouts, "running"); n != 2 {
 		t.Fatalf("deadline timeouts = %v, want 2", n)
 	}
-	assertOneTerminalEvent(t, h, alice, running.ID)
-	assertOneTerminalEvent(t, h, alice, queued.ID)
+	assertOneTerminalEvent(t, h.svc, alice, running.ID)
+	assertOneTerminalEvent(t, h.svc, alice, queued.ID)
 }
 
 // TestExecutionServiceTerminalRaces races cancellation against completion,
@@ -284,7 +284,7 @@ func TestExecutionServiceTerminalRaces(t *testing.T) {
 // reservation is released.
 func assertHistoryValid(t *testing.T, h *harness, p dockettype.Principal, id string) {
 	t.Helper()
-	assertOneTerminalEvent(t, h, p, id)
+	assertOneTerminalEvent(t, h.svc, p, id)
 	events, err := h.svc.Events(context.Background(), p, id)
 	if err != nil {
 		t.Fatal(err)
