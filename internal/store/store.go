@@ -153,8 +153,10 @@ type RuleSets interface {
 	ListRuleSets(ctx context.Context) ([]*RuleSet, error)
 	// GetRuleSet returns one version with its body, or ErrNotFound.
 	GetRuleSet(ctx context.Context, version string) (*RuleSet, error)
-	// LatestRuleSet returns the newest version with its body, or
-	// ErrNotFound when none was published.
+	// LatestRuleSet returns the newest version without its body (Body nil:
+	// read it with GetRuleSet), or ErrNotFound when none was published.
+	// Admission asks it for every task in pilot mode, so it stays cheap
+	// whatever the size of the rule set.
 	LatestRuleSet(ctx context.Context) (*RuleSet, error)
 }
 

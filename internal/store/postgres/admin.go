@@ -114,17 +114,18 @@ func (s *Store) ListRuleSets(ctx context.Context) ([]*store.RuleSet, error) {
 
 // GetRuleSet reads one version.
 func (s *Store) GetRuleSet(ctx context.Context, version string) (*store.RuleSet, error) {
-	return s.ruleSet(ctx, "get_rule_set", "WHERE version = $1", version)
+	return s.ruleSet(ctx, "get_rule_set", "body", "WHERE version = $1", version)
 }
 
-// LatestRuleSet reads the newest version.
+// LatestRuleSet reads the newest version, without its body.
 func (s *Store) LatestRuleSet(ctx context.Context) (*store.RuleSet, error) {
-	return s.ruleSet(ctx, "latest_rule_set", "ORDER BY seq DESC LIMIT 1")
+	return s.ruleSet(ctx, "latest_rule_set", "NULL::bytea", "ORDER BY seq DESC LIMIT 1")
 }
 
-func (s *Store) ruleSet(ctx context.Context, op, where string, args ...any) (*store.RuleSet, error) {
+// ruleSet reads one rule set row; bodyCol is "body", or a NULL to skip it.
+func (s *Store) ruleSet(ctx context.Context, op, bodyCol, where string, args ...any) (*store.RuleSet, error) {
 	rs := &store.RuleSet{}
-	err := s.pool.QueryRow(ctx, "SELECT version, hash, body, published_at FROM rule_sets "+where, args...).
+	err := s.pool.QueryRow(ctx, "SELECT version, hash, "+bodyCol+", published_at FROM rule_sets "+where, args...).
 		Scan(&rs.Version, &rs.Hash, &rs.Body, &rs.PublishedAt)
 	if err != nil {
 		return nil, interpretError(op, err)

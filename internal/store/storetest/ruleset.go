@@ -64,8 +64,12 @@ func (su suite) testRuleSets(t *testing.T) {
 		if err != nil {
 			t.Fatalf("LatestRuleSet: %v", err)
 		}
-		if latest.Version != "v2" || latest.Hash != "hash-2" || !jsonEqual(latest.Body, body2) {
-			t.Errorf("LatestRuleSet = %s %s %s, want v2 hash-2 %s", latest.Version, latest.Hash, latest.Body, body2)
+		if latest.Version != "v2" || latest.Hash != "hash-2" || latest.Body != nil {
+			t.Errorf("LatestRuleSet = %s %s %s, want v2 hash-2 without its body", latest.Version, latest.Hash, latest.Body)
+		}
+		// The latest version's content is read by its version.
+		if got, err := s.GetRuleSet(t.Context(), latest.Version); err != nil || !jsonEqual(got.Body, body2) {
+			t.Errorf("GetRuleSet(latest) = %v, %v; want body %s", got, err, body2)
 		}
 		_, err = s.GetRuleSet(t.Context(), "v3")
 		wantErrIs(t, "GetRuleSet of an unpublished version", err, store.ErrNotFound)
