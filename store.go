@@ -11,7 +11,6 @@ import (
 // StoreOptions tunes OpenStore.
 type StoreOptions struct {
 	SQLiteSynchronous string // SQLite only: full (default) or normal
-	PostgresSchema    string // PostgreSQL only: schema to use (created if missing)
 }
 
 // OpenStore opens the store named by dsn — a SQLite file path, or a
@@ -19,7 +18,7 @@ type StoreOptions struct {
 // server and the admin commands share.
 func OpenStore(ctx context.Context, dsn string, opts StoreOptions) (store.Store, error) {
 	if IsPostgresURL(dsn) {
-		return postgres.Open(ctx, dsn, postgres.Options{Schema: opts.PostgresSchema})
+		return postgres.Open(ctx, dsn, postgres.Options{})
 	}
 	return sqlite.Open(ctx, dsn, sqlite.Options{Synchronous: opts.SQLiteSynchronous})
 }
