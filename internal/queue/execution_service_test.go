@@ -91,12 +91,12 @@ func TestExecutionServiceConcurrentIdempotency(t *testing.T) {
 
 func TestExecutionServiceBoundedGlobalAdmission(t *testing.T) {
 	const capacity = 8
-	release := make(chan struct{})
 	h := newHarness(t, func(h *harness, c *Config) {
 		c.Online = PoolConfig{Workers: 2 * capacity, Capacity: capacity}
 	})
+	release := h.gate()
 	h.rt.register("test.hold", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
-		<-release
+		<-release.C
 		return json.RawMessage(`true`), nil
 	})
 	h.start()
@@ -146,7 +146,7 @@ func TestExecutionServiceBoundedGlobalAdmission(t *testing.T) {
 	}
 
 	// Completions free capacity.
-	close(release)
+	release.open()
 	for id, p := range admitted {
 		h.waitTerminal(p, id, dockettype.StateSucceeded)
 	}

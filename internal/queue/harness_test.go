@@ -67,6 +67,7 @@ func (r *testRuntime) Run(ctx context.Context, inv *Invocation) (json.RawMessage
 
 type harness struct {
 	t     *testing.T
+	gates []*gate
 	store *sqlite.Store
 	st    store.Store // what the service uses (may wrap store)
 	rt    *testRuntime
@@ -129,9 +130,31 @@ func (h *harness) start() *harness {
 	return h
 }
 
+// gate is a channel test workflows block on. A test releases one waiter by
+// sending on C, or all of them with open. The harness opens every gate
+// before it stops the service, so a test that fails half-way never leaves a
+// worker blocked (one that ignores its context would hang the cleanup).
+type gate struct {
+	C    chan struct{}
+	once sync.Once
+}
+
+// gate makes a gate that the harness opens when the test ends.
+func (h *harness) gate() *gate {
+	g := &gate{C: make(chan struct{})}
+	h.gates = append(h.gates, g)
+	h.t.Cleanup(g.open) // also when the service was never started
+	return g
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.C) }) }
+
 // stop stops the service, advancing the fake clock through the shutdown
 // grace period so that tasks still running are cancelled.
 func (h *harness) stop() {
+	for _, g := range h.gates {
+		g.open()
+	}
 	done := make(chan struct{})
 	go func() {
 		h.svc.Stop()

@@ -30,7 +30,7 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 		runs = map[string]int{} // task → attempts started
 	)
 	started := make(chan string, 1)
-	release := make(chan struct{})
+	release := &gate{C: make(chan struct{})} // opened by either node's harness when it stops
 	rt.register("test.count", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		mu.Lock()
 		runs[inv.Task.ID]++
@@ -40,7 +40,7 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 	rt.register("test.hold", dockettype.PoolOffline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		started <- inv.Task.ID
 		<-ctx.Done()
-		<-release
+		<-release.C
 		return json.RawMessage(`"late"`), nil
 	})
 	node := func(name string, offlineWorkers int) (*Service, *ticks) {
@@ -55,6 +55,7 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := &harness{t: t, svc: svc, clock: clock}
+		h.gates = append(h.gates, release)
 		tk := h.watchTicks()
 		h.start()
 		return svc, tk
@@ -153,7 +154,7 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 	eventually(t, "node B's worker to be stopped by its refused heartbeat", func() bool {
 		return metric(b.metrics.FencingRejections, "heartbeat") == 1
 	})
-	close(release)
+	release.open()
 	eventually(t, "node B's late result to be fenced", func() bool {
 		return metric(b.metrics.FencingRejections, "finish") == 1
 	})

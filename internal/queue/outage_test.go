@@ -49,10 +49,10 @@ func TestExecutionServiceWorkerPanic(t *testing.T) {
 func TestExecutionServiceDatabaseOutage(t *testing.T) {
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs))
-	gate := make(chan struct{})
+	gate := h.gate()
 	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		select {
-		case <-gate:
+		case <-gate.C:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -79,7 +79,7 @@ func TestExecutionServiceDatabaseOutage(t *testing.T) {
 	if metric(h.svc.metrics.StoreErrors, "heartbeat") == 0 || metric(h.svc.metrics.SchedulerErrors, "heartbeat") == 0 {
 		t.Fatal("failed heartbeats are not visible in the counters")
 	}
-	close(gate) // running tasks finish while the database is down
+	gate.open() // running tasks finish while the database is down
 	eventually(t, "failed finishes to be counted", func() bool {
 		return metric(h.svc.metrics.StoreErrors, "finish") > 0
 	})
@@ -119,9 +119,9 @@ func TestExecutionServiceStopDuringOutage(t *testing.T) {
 		c.FinishBatch = 1 // the completer holds 4 outcomes
 		c.Online.Workers = 16
 	})
-	gate := make(chan struct{})
+	gate := h.gate()
 	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
-		<-gate
+		<-gate.C
 		return inv.Input, nil
 	})
 	h.start()
@@ -131,7 +131,7 @@ func TestExecutionServiceStopDuringOutage(t *testing.T) {
 	}
 	eventually(t, "16 tasks to run", func() bool { return h.svc.leases.len() == 16 })
 	fs.Set("*", faultstore.Fail(store.ErrUnavailable))
-	close(gate) // 16 outcomes, none can be written
+	gate.open() // 16 outcomes, none can be written
 	stopped := make(chan struct{})
 	go func() {
 		h.stop()

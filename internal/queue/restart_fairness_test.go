@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -119,21 +119,29 @@ func TestExecutionServiceFairTenantScheduling(t *testing.T) {
 		c.Online = PoolConfig{Workers: workers, Capacity: 20000}
 		c.ClaimBatch = workers
 	})
-	var (
-		mu     sync.Mutex
-		starts []string // tenant of each started task, in order
-	)
-	gate := make(chan struct{})
+	// Each start reports its tenant. With every worker busy, exactly one
+	// task starts per freed slot, so the order of these signals is the
+	// order of the claims.
+	started := make(chan string, 64)
+	gate := h.gate()
 	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
-		mu.Lock()
-		starts = append(starts, inv.Task.Tenant)
-		mu.Unlock()
+		started <- inv.Task.Tenant
 		select {
-		case <-gate:
+		case <-gate.C:
 		case <-ctx.Done():
 		}
 		return nil, nil
 	})
+	nextStart := func() string {
+		t.Helper()
+		select {
+		case tenant := <-started:
+			return tenant
+		case <-time.After(10 * time.Second):
+			t.Fatal("no task started within 10s of a freed slot")
+			return ""
+		}
+	}
 	ctx := context.Background()
 	// Admit A's backlog in large batches (the same admission transaction
 	// Submit uses, without 10,000 HTTP-sized round trips).
@@ -152,26 +160,21 @@ func TestExecutionServiceFairTenantScheduling(t *testing.T) {
 	}
 	h.start()
 	h.svc.wake(dockettype.PoolOnline)
-	eventually(t, "the pool to fill with A's tasks", func() bool { return h.svc.leases.len() == workers })
+	for range workers {
+		if got := nextStart(); got != "a" {
+			t.Fatalf("a task of %q started before B submitted", got)
+		}
+	}
 	bob := principal("b", "bob")
 	for i := range 10 {
 		h.submit(bob, fmt.Sprint("b-", i), "test.gated", `1`)
 	}
-	mu.Lock()
-	offset := len(starts)
-	mu.Unlock()
-	// Free one slot at a time.
-	for i := 0; i < 20; i++ {
-		gate <- struct{}{}
-		eventually(t, "the freed slot to be refilled", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(starts) >= offset+i+1
-		})
+	// Free one slot at a time and record who gets it.
+	var window []string
+	for range 20 {
+		gate.C <- struct{}{}
+		window = append(window, nextStart())
 	}
-	mu.Lock()
-	window := append([]string(nil), starts[offset:offset+20]...)
-	mu.Unlock()
 	b := 0
 	for _, tenant := range window {
 		if tenant == "b" {
@@ -181,5 +184,11 @@ func TestExecutionServiceFairTenantScheduling(t *testing.T) {
 	if b != 10 {
 		t.Fatalf("B started %d of its 10 tasks in the 20 starts after it submitted (%v), want all 10", b, window)
 	}
-	close(gate)
+	// Stride scheduling alternates between the two backlogged tenants:
+	// neither gets two slots in a row while the other waits.
+	for i := 1; i < len(window); i++ {
+		if window[i] == window[i-1] {
+			t.Fatalf("%s got two slots in a row at start %d while the other tenant waited: %v", window[i], i, window)
+		}
+	}
 }

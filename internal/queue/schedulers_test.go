@@ -22,13 +22,13 @@ func TestExecutionServiceLeaseRecovery(t *testing.T) {
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs))
 	firstStarted := make(chan struct{})
-	releaseFirst := make(chan struct{})
+	releaseFirst := h.gate()
 	var epochs sync.Map
 	h.rt.register("test.stall", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		epochs.Store(inv.Task.Attempt, inv.Task.LeaseEpoch)
 		if inv.Task.Attempt == 1 {
 			close(firstStarted)
-			<-releaseFirst // ignores its context: a hung worker
+			<-releaseFirst.C // ignores its context: a hung worker
 			return json.RawMessage(`"first"`), nil
 		}
 		return json.RawMessage(`"second"`), nil
@@ -38,14 +38,33 @@ func TestExecutionServiceLeaseRecovery(t *testing.T) {
 	for _, ch := range []chan struct{}{tk.recovery, tk.heartbeat, tk.deadline} {
 		await(t, "initial", ch)
 	}
+	claimedAt := h.clock.Now()
 	task := h.submit(alice, "k", "test.stall", `1`)
 	<-firstStarted
 
-	// The node's heartbeats stop reaching the store.
+	// The node's heartbeats stop reaching the store. The next heartbeat
+	// tick fails while the worker still holds its lease; the tick runs
+	// before the recovery that will take the lease away, because the test
+	// waits for it before moving the clock further.
 	fs.Set("heartbeat", faultstore.Fail(store.ErrUnavailable))
-	for elapsed := time.Duration(0); elapsed <= h.svc.cfg.LeaseTTL; elapsed += h.svc.cfg.RecoveryInterval {
+	h.clock.Advance(h.svc.cfg.HeartbeatInterval)
+	await(t, "heartbeat", tk.heartbeat)
+	await(t, "recovery", tk.recovery)
+	if n := metric(h.svc.metrics.StoreErrors, "heartbeat"); n == 0 {
+		t.Fatal("heartbeat failures were not counted")
+	}
+	if n := metric(h.svc.metrics.LeasesRecovered, "requeued"); n != 0 {
+		t.Fatalf("lease recovered %v times before it expired", n)
+	}
+
+	// Recovery ticks until the lease has expired; each Advance fires the
+	// recovery timer the previous tick armed, and the test waits for it.
+	for h.clock.Since(claimedAt) <= h.svc.cfg.LeaseTTL {
 		h.clock.Advance(h.svc.cfg.RecoveryInterval)
 		await(t, "recovery", tk.recovery)
+	}
+	if n := metric(h.svc.metrics.LeasesRecovered, "requeued"); n != 1 {
+		t.Fatalf("leases recovered = %v, want 1", n)
 	}
 	got := h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
 	if string(got.Result) != `"second"` || got.Attempt != 2 {
@@ -56,15 +75,9 @@ func TestExecutionServiceLeaseRecovery(t *testing.T) {
 	if e2.(int64) <= e1.(int64) {
 		t.Fatalf("second attempt epoch %d, want > first attempt's %d", e2, e1)
 	}
-	if n := metric(h.svc.metrics.LeasesRecovered, "requeued"); n != 1 {
-		t.Fatalf("leases recovered = %v, want 1", n)
-	}
-	if n := metric(h.svc.metrics.StoreErrors, "heartbeat"); n == 0 {
-		t.Fatal("heartbeat failures were not counted")
-	}
 
 	before := metric(h.svc.metrics.FencingRejections, "finish")
-	close(releaseFirst)
+	releaseFirst.open()
 	eventually(t, "the hung worker's result to be fenced", func() bool {
 		return metric(h.svc.metrics.FencingRejections, "finish") == before+1
 	})
@@ -119,12 +132,12 @@ func TestExecutionServiceTimeout(t *testing.T) {
 	h := newHarness(t, func(h *harness, c *Config) { c.Offline.Workers = -1 }) // offline tasks stay queued
 	started := make(chan struct{})
 	stopped := make(chan struct{})
-	release := make(chan struct{})
+	release := h.gate()
 	h.rt.register("test.stubborn", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		close(started)
 		<-ctx.Done()
 		close(stopped)
-		<-release
+		<-release.C
 		return json.RawMessage(`"late"`), nil
 	})
 	h.rt.register("test.never", dockettype.PoolOffline, func(context.Context, *Invocation) (json.RawMessage, error) {
@@ -163,7 +176,7 @@ func TestExecutionServiceTimeout(t *testing.T) {
 		t.Fatal("running worker's context was not cancelled at the deadline")
 	}
 	before := metric(h.svc.metrics.FencingRejections, "finish")
-	close(release)
+	release.open()
 	eventually(t, "the late result to be fenced", func() bool {
 		return metric(h.svc.metrics.FencingRejections, "finish") == before+1
 	})
@@ -405,8 +418,8 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 		c.Offline.Workers = -1
 		c.ScanBatch = 10
 	})
-	release := make(chan struct{})
-	fs.Set("find_expired_leases", faultstore.BlockUntil(release))
+	release := h.gate()
+	fs.Set("find_expired_leases", faultstore.BlockUntil(release.C))
 	h.rt.register("test.healthy", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -470,7 +483,7 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 		t.Fatalf("recover_leases called %d times while the scan was blocked", calls)
 	}
 
-	close(release)
+	release.open()
 	await(t, "recovery (the blocked tick)", tk.recovery)
 	h.clock.Advance(h.svc.cfg.RecoveryInterval)
 	await(t, "recovery (catch-up)", tk.recovery)
