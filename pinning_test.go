@@ -65,7 +65,7 @@ func TestPilotPinsRuleSetVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := auth.CreateKey(ctx, st, time.Now(), "acme", "alice", dockettype.RoleMember)
+	key, _, err := auth.CreateKey(ctx, st, time.Now(), "acme", "alice", dockettype.RoleMember)
 	st.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -158,7 +158,8 @@ func (s *Server) Bootstrap(ctx context.Context) (string, error) {
 	if err != nil || !created {
 		return "", err
 	}
-	return auth.CreateKey(ctx, s.store, s.clock.Now(), "demo", "demo", dockettype.RoleAdmin)
+	key, _, err := auth.CreateKey(ctx, s.store, s.clock.Now(), "demo", "demo", dockettype.RoleAdmin)
+	return key, err
 }
 
 // Start starts the pools, schedulers and the HTTP listener.

@@ -17,6 +17,7 @@ type Task struct {
 	MaxAttempts   int             `json:"max_attempts"`
 	Priority      int             `json:"priority"`
 	CreatedAt     time.Time       `json:"created_at"`
+	RunAt         *time.Time      `json:"run_at"` // not started before; nil: at once
 	StartedAt     *time.Time      `json:"started_at"`
 	FinishedAt    *time.Time      `json:"finished_at"`
 	DeadlineAt    time.Time       `json:"deadline_at"`
@@ -29,10 +30,13 @@ type Task struct {
 	LeaseEpoch int64 `json:"-"`
 }
 
-// TaskError is the error part of a task: its code only, never a message
-// produced by workflow code or a database.
+// TaskError is why a task failed (or why its last attempt did): a stable
+// code and a short human reason. The message is shown to the task's own
+// tenant only and never logged; it never quotes the input or a database
+// error.
 type TaskError struct {
-	Code Code `json:"code"`
+	Code    Code   `json:"code"`
+	Message string `json:"message,omitempty"`
 }
 
 // Event is one row of a task's append-only history.

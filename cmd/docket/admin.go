@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -51,7 +52,7 @@ func keysCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	key, err := auth.CreateKey(context.Background(), st, time.Now(), *tenant, *principal, dockettype.Role(*role))
+	key, _, err := auth.CreateKey(context.Background(), st, time.Now(), *tenant, *principal, dockettype.Role(*role))
 	if err != nil {
 		return err
 	}
@@ -67,11 +68,13 @@ func tenantsCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tenants set-limits", stderr)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant to configure (created if missing)")
-	maxInFlight := fs.Int("max-in-flight", 0, "most non-terminal tasks of the tenant (0: unlimited)")
-	weight := fs.Int("weight", 1, "dispatch weight relative to other tenants (>= 1)")
+	maxInFlight := fs.Int("max-in-flight", 0, "most non-terminal tasks of the tenant (0: unlimited); unchanged when not given")
+	weight := fs.Int("weight", 1, "dispatch weight relative to other tenants (>= 1); unchanged when not given")
 	if _, err := parse(fs, args[1:]); err != nil {
 		return err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if !auth.ValidName(*tenant) {
 		return errors.New("--tenant is required: 1-64 characters of [A-Za-z0-9._@-]")
 	}
@@ -83,13 +86,18 @@ func tenantsCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	err = st.SetTenantLimits(context.Background(), &store.SetTenantLimitsParams{
-		Now: time.Now(), Tenant: *tenant, MaxInFlight: *maxInFlight, Weight: *weight,
-	})
+	p := &store.UpdateTenantParams{Now: time.Now(), Tenant: *tenant}
+	if given["max-in-flight"] {
+		p.MaxInFlight = maxInFlight
+	}
+	if given["weight"] {
+		p.Weight = weight
+	}
+	ten, err := st.UpdateTenant(context.Background(), p)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "tenant %s: max in flight %d, weight %d\n", *tenant, *maxInFlight, *weight)
+	fmt.Fprintf(stdout, "tenant %s: max in flight %d, weight %d\n", ten.ID, ten.MaxInFlight, ten.Weight)
 	return nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
 )
@@ -38,25 +40,27 @@ func HashKey(key string) string {
 
 // KeyStore is what auth needs from the store.
 type KeyStore interface {
-	CreateAPIKey(ctx context.Context, params *store.CreateAPIKeyParams) error
+	CreateAPIKey(ctx context.Context, params *store.CreateAPIKeyParams) (*store.APIKey, error)
 	LookupAPIKey(ctx context.Context, hash string) (*store.APIKey, error)
 }
 
 // CreateKey makes and stores a key for (tenant, principal, role) and
-// returns it; it is not recoverable afterwards.
-func CreateKey(ctx context.Context, ks KeyStore, now time.Time, tenant, principal string, role dockettype.Role) (string, error) {
+// returns it with its stored record; the key is not recoverable afterwards.
+func CreateKey(ctx context.Context, ks KeyStore, now time.Time, tenant, principal string, role dockettype.Role) (string, *store.APIKey, error) {
 	if !ValidName(tenant) || !ValidName(principal) {
-		return "", errors.New("auth: tenant and principal must be 1-64 characters of [A-Za-z0-9._@-]")
+		return "", nil, errors.New("auth: tenant and principal must be 1-64 characters of [A-Za-z0-9._@-]")
 	}
 	if role != dockettype.RoleMember && role != dockettype.RoleAdmin {
-		return "", errors.New("auth: role must be member or admin")
+		return "", nil, errors.New("auth: role must be member or admin")
 	}
 	key := GenerateKey()
-	err := ks.CreateAPIKey(ctx, &store.CreateAPIKeyParams{Now: now, Hash: HashKey(key), Tenant: tenant, Principal: principal, Role: role})
+	stored, err := ks.CreateAPIKey(ctx, &store.CreateAPIKeyParams{
+		Now: now, ID: "key_" + uuid.Must(uuid.NewV7()).String(), Hash: HashKey(key), Tenant: tenant, Principal: principal, Role: role,
+	})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return key, nil
+	return key, stored, nil
 }
 
 // ValidName reports whether s is an acceptable tenant or principal name.

@@ -133,7 +133,7 @@ func TestExecutionServiceBoundedGlobalAdmission(t *testing.T) {
 	if len(admitted) != capacity || full != 3*capacity {
 		t.Fatalf("admitted %d and refused %d, want %d and %d", len(admitted), full, capacity, 3*capacity)
 	}
-	usage, err := h.store.GetUsage(context.Background())
+	usage, err := getUsage(context.Background(), h.store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,8 @@ func TestExecutionServiceBoundedGlobalAdmission(t *testing.T) {
 
 func TestExecutionServiceTenantLimit(t *testing.T) {
 	h := newHarness(t, func(h *harness, c *Config) { c.Online.Workers = -1 }).start() // no workers: tasks stay queued
-	if err := h.store.SetTenantLimits(context.Background(), &store.SetTenantLimitsParams{Now: baseTime, Tenant: "acme", MaxInFlight: 2, Weight: 1}); err != nil {
+	limit := 2
+	if _, err := h.store.UpdateTenant(context.Background(), &store.UpdateTenantParams{Now: baseTime, Tenant: "acme", MaxInFlight: &limit}); err != nil {
 		t.Fatal(err)
 	}
 	first := h.submit(alice, "a", "test.echo", `1`)

@@ -15,6 +15,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
 	"github.com/docket-dev/docket/internal/store/faultstore"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 )
@@ -68,7 +69,7 @@ func (r *testRuntime) Run(ctx context.Context, inv *Invocation) (json.RawMessage
 type harness struct {
 	t     *testing.T
 	gates []*gate
-	store *sqlite.Store
+	store *engine.Store
 	st    store.Store // what the service uses (may wrap store)
 	rt    *testRuntime
 	clock *clockwork.FakeClock
@@ -264,4 +265,39 @@ func waitFor(d time.Duration) { <-time.After(d) }
 // metric reads one counter of a vector.
 func metric(v *prometheus.CounterVec, labels ...string) float64 {
 	return testutil.ToFloat64(v.WithLabelValues(labels...))
+}
+
+// usage is the in-flight count of each pool and tenant, from the store's
+// Stats (what an operator sees).
+type usage struct {
+	Pools   map[dockettype.Pool]int
+	Tenants map[string]int
+}
+
+func getUsage(ctx context.Context, st store.Statter) (*usage, error) {
+	s, err := st.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u := &usage{Pools: map[dockettype.Pool]int{}, Tenants: map[string]int{}}
+	for _, p := range s.Pools {
+		u.Pools[p.Pool] = p.InFlight
+	}
+	for _, t := range s.Tenants {
+		u.Tenants[t.ID] = t.InFlight
+	}
+	return u, nil
+}
+
+// getTasks reads a tenant's tasks by ID.
+func getTasks(ctx context.Context, st store.Reader, tenant string, ids []string) ([]*dockettype.Task, error) {
+	tasks := make([]*dockettype.Task, 0, len(ids))
+	for _, id := range ids {
+		task, err := st.GetTask(ctx, &store.GetTaskParams{Tenant: tenant, TaskID: id})
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, task)
+	}
+	return tasks, nil
 }

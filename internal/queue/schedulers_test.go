@@ -267,7 +267,7 @@ func TestExecutionServiceTerminalRaces(t *testing.T) {
 	}()
 	wg.Wait()
 	eventually(t, "every task to be terminal", func() bool {
-		tasks, err := h.store.GetTasks(context.Background(), ids)
+		tasks, err := getTasks(context.Background(), h.store, "acme", ids)
 		if err != nil {
 			return false
 		}
@@ -283,7 +283,7 @@ func TestExecutionServiceTerminalRaces(t *testing.T) {
 	for _, id := range ids {
 		assertHistoryValid(t, h, alice, id)
 	}
-	usage, err := h.store.GetUsage(context.Background())
+	usage, err := getUsage(context.Background(), h.store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,9 +324,8 @@ func assertHistoryValid(t *testing.T, h *harness, p dockettype.Principal, id str
 		}
 		prev, epoch = e.To, e.Epoch
 	}
-	r, err := h.store.GetReservation(context.Background(), id)
-	if err != nil || r.ReleasedAt == nil {
-		t.Fatalf("task %s: reservation %+v %v, want released", id, r, err)
+	if task := h.get(alice, id); !task.State.Terminal() || prev != task.State {
+		t.Fatalf("task %s: state %s, last event to %s; want the same terminal state", id, task.State, prev)
 	}
 }
 
@@ -368,7 +367,7 @@ func TestExecutionServicePartialDependencyFailure(t *testing.T) {
 	eventually(t, "every task to be terminal", func() bool {
 		h.clock.Advance(200 * time.Millisecond) // backoffs, completer retries
 		h.svc.wakeAll()
-		tasks, err := h.store.GetTasks(context.Background(), ids)
+		tasks, err := getTasks(context.Background(), h.store, "acme", ids)
 		if err != nil || len(tasks) != n {
 			return false
 		}

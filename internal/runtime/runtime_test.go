@@ -14,7 +14,7 @@ import (
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/runtime"
-	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 	"github.com/docket-dev/docket/workflow"
 )
@@ -23,7 +23,7 @@ type fixedVersion string
 
 func (v fixedVersion) CurrentVersion(context.Context) (string, error) { return string(v), nil }
 
-func newService(t *testing.T, reg *workflow.Registry) (*queue.Service, *sqlite.Store) {
+func newService(t *testing.T, reg *workflow.Registry) (*queue.Service, *engine.Store) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "d.db"), sqlite.Options{Synchronous: "normal"})
 	if err != nil {
@@ -114,8 +114,8 @@ func TestUnknownWorkflowCreatesNothing(t *testing.T) {
 	if !errors.As(err, &de) || de.Code != dockettype.CodeUnknownWorkflow {
 		t.Fatalf("unknown workflow: %v, want unknown_workflow", err)
 	}
-	if _, err := st.GetIdempotencyBinding(context.Background(), "acme", "k"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("binding after refusal: %v, want none", err)
+	if st, err := st.Stats(context.Background()); err != nil || len(st.Tenants) != 0 {
+		t.Fatalf("tenants after refusal: %+v %v, want none created", st, err)
 	}
 	page, err := svc.List(context.Background(), alice, &queue.ListRequest{})
 	if err != nil || len(page.Tasks) != 0 {

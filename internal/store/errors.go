@@ -14,3 +14,26 @@ var (
 	// ErrInvalid: the params break the contract (a caller bug).
 	ErrInvalid = errors.New("store: invalid params")
 )
+
+// DatabaseError is a database failure that is not an outage: a constraint,
+// a bad value, a bug. Its Code (a SQLSTATE, or a SQLite result code name)
+// is safe to log and count; the database's own message never is, and
+// Error() does not carry it.
+type DatabaseError struct {
+	Op   string // the store operation, e.g. "list_tasks"
+	Code string // e.g. "SQLSTATE 22021", "SQLITE_CONSTRAINT"
+	Err  error  // the driver's error, for debugging only
+}
+
+func (e *DatabaseError) Error() string { return e.Op + ": database error " + e.Code }
+func (e *DatabaseError) Unwrap() error { return e.Err }
+
+// DatabaseCode returns the database code of err (see DatabaseError), or ""
+// when err carries none.
+func DatabaseCode(err error) string {
+	var de *DatabaseError
+	if errors.As(err, &de) {
+		return de.Code
+	}
+	return ""
+}

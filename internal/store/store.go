@@ -18,11 +18,16 @@ type Store interface {
 	DeadlineEnforcer
 	Canceller
 	Reader
+	Cleaner
+	Statter
 	Admin
 	RuleSets
 
 	// Ping reports whether the database is reachable.
 	Ping(ctx context.Context) error
+	// DatabaseTime returns the database server's clock, so that a node can
+	// measure how far its own clock is from the one every node shares.
+	DatabaseTime(ctx context.Context) (time.Time, error)
 	// Fork returns a Store on the same database with its own connection
 	// budget (opts.MaxConns). Schedulers and pools each use a fork so that a
 	// stuck query in one cannot take the connection another needs. Closing
@@ -107,24 +112,31 @@ type Canceller interface {
 }
 
 // Reader reads tasks and their history. Every read is scoped to a tenant;
-// another tenant's row is ErrNotFound.
+// another tenant's row is ErrNotFound (or absent from a list).
 type Reader interface {
 	GetTask(ctx context.Context, params *GetTaskParams) (*dockettype.Task, error)
-	// GetTasks returns the tasks among IDs that exist (any tenant). Used
-	// by long polls and internal checks, never exposed across tenants.
-	GetTasks(ctx context.Context, ids []string) ([]*dockettype.Task, error)
 	// ListTasks returns the tenant's tasks newest first, keyset-paginated
-	// by ID (After is the last ID of the previous page).
+	// by ID (After is the last ID of the previous page). Listed tasks carry
+	// no result: a page stays small whatever the tasks returned.
 	ListTasks(ctx context.Context, params *ListTasksParams) ([]*dockettype.Task, error)
 	ListEvents(ctx context.Context, params *GetTaskParams) ([]dockettype.Event, error)
 	ListEvidence(ctx context.Context, params *GetTaskParams) ([]dockettype.Evidence, error)
-	GetInput(ctx context.Context, params *GetTaskParams) ([]byte, error)
-	GetIdempotencyBinding(ctx context.Context, tenant, key string) (*IdempotencyBinding, error)
-	GetReservation(ctx context.Context, taskID string) (*Reservation, error)
-	GetUsage(ctx context.Context) (*Usage, error)
-	// CountByState counts tasks per (pool, state); for metrics and the
-	// dashboard. Backends may serve it from an index.
-	CountByState(ctx context.Context) ([]StateCount, error)
+}
+
+// Cleaner deletes finished work past its retention.
+type Cleaner interface {
+	// DeleteFinished deletes up to Limit tasks that became terminal before
+	// Before, oldest first, with their input, events, evidence and
+	// idempotency binding (the key can then be used again). It returns how
+	// many tasks it deleted; fewer than Limit means none are left.
+	DeleteFinished(ctx context.Context, params *DeleteFinishedParams) (int, error)
+}
+
+// Stats reports what an operator sees: per pool and per tenant.
+type Statter interface {
+	// Stats reads counters and indexed counts; its cost does not grow with
+	// the number of finished tasks.
+	Stats(ctx context.Context) (*Stats, error)
 }
 
 // Admin manages tenants and API keys.
@@ -132,15 +144,26 @@ type Admin interface {
 	// EnsureTenant creates the tenant when missing and reports whether it
 	// did.
 	EnsureTenant(ctx context.Context, params *EnsureTenantParams) (created bool, err error)
+	// GetTenant returns a tenant with its live in-flight count, or
+	// ErrNotFound.
 	GetTenant(ctx context.Context, id string) (*Tenant, error)
-	// SetTenantLimits creates the tenant if needed. MaxInFlight 0 means
-	// unlimited; Weight must be >= 1.
-	SetTenantLimits(ctx context.Context, params *SetTenantLimitsParams) error
-	// CreateAPIKey stores a key hash (creating the tenant if needed).
-	CreateAPIKey(ctx context.Context, params *CreateAPIKeyParams) error
+	// ListTenants returns every tenant, by ID.
+	ListTenants(ctx context.Context) ([]*Tenant, error)
+	// UpdateTenant changes only the fields given, creating the tenant if
+	// needed, and returns it. MaxInFlight 0 means unlimited; Weight >= 1.
+	UpdateTenant(ctx context.Context, params *UpdateTenantParams) (*Tenant, error)
+	// CreateAPIKey stores a key hash (creating the tenant if needed) and
+	// returns the stored key (without its hash).
+	CreateAPIKey(ctx context.Context, params *CreateAPIKeyParams) (*APIKey, error)
 	// LookupAPIKey returns the non-revoked key with this hash, or
 	// ErrNotFound.
 	LookupAPIKey(ctx context.Context, hash string) (*APIKey, error)
+	// ListAPIKeys returns the keys of Tenant (all when empty), oldest
+	// first, never their hashes.
+	ListAPIKeys(ctx context.Context, tenant string) ([]*APIKey, error)
+	// RevokeAPIKey marks a key revoked (once; revoking again returns it
+	// unchanged) and returns it, or ErrNotFound.
+	RevokeAPIKey(ctx context.Context, params *RevokeAPIKeyParams) (*APIKey, error)
 }
 
 // RuleSets stores published, immutable quality rule set versions.
@@ -180,6 +203,9 @@ type Lease struct {
 type AdmitParams struct {
 	Now   time.Time
 	Items []*AdmitItem
+	// NewTenantLimit is the in-flight limit given to a tenant this
+	// admission creates (0: unlimited).
+	NewTenantLimit int
 }
 
 // AdmitItem is one task to admit.
@@ -194,6 +220,7 @@ type AdmitItem struct {
 	Priority       int
 	MaxAttempts    int
 	DeadlineAt     time.Time
+	RunAt          time.Time // not claimed before; zero: at once
 	TraceID        string
 	ConfigVersion  string
 	Input          []byte
@@ -259,6 +286,10 @@ const (
 	FinishSucceed FinishKind = iota + 1 // → succeeded with Result
 	FinishFail                          // → failed with Code
 	FinishRetry                         // → queued with RunAfter and Code as the last error
+	// FinishRelease hands a lease back (the node is shutting down): the
+	// task is queued again at once, its attempt is not charged, and the
+	// event carries code shutdown.
+	FinishRelease
 )
 
 // FinishParams is one batch of attempt outcomes.
@@ -273,6 +304,7 @@ type FinishItem struct {
 	Kind     FinishKind
 	Result   []byte          // FinishSucceed
 	Code     dockettype.Code // FinishFail, FinishRetry
+	Message  string          // FinishFail, FinishRetry: a short reason for the task's own tenant
 	RunAfter time.Time       // FinishRetry
 }
 
@@ -383,35 +415,27 @@ type ListTasksParams struct {
 	After  string // keyset cursor: the last task ID of the previous page
 }
 
-// IdempotencyBinding binds (tenant, key) to a task.
-type IdempotencyBinding struct {
-	Tenant      string
-	Key         string
-	RequestHash string
-	TaskID      string
-	CreatedAt   time.Time
+// DeleteFinishedParams bounds one retention batch.
+type DeleteFinishedParams struct {
+	Before time.Time // tasks finished before this are deleted
+	Limit  int
 }
 
-// Reservation is the quota a non-terminal task holds.
-type Reservation struct {
-	TaskID     string
-	Tenant     string
-	Pool       dockettype.Pool
-	CreatedAt  time.Time
-	ReleasedAt *time.Time
+// Stats is the state of the pools and tenants.
+type Stats struct {
+	Pools   []PoolStats
+	Tenants []*Tenant
 }
 
-// Usage is the current reservation counters.
-type Usage struct {
-	Pools   map[dockettype.Pool]int // non-terminal tasks per pool
-	Tenants map[string]int          // non-terminal tasks per tenant
-}
-
-// StateCount is the number of tasks in one (pool, state).
-type StateCount struct {
-	Pool  dockettype.Pool
-	State dockettype.State
-	Count int64
+// PoolStats counts one pool's non-terminal tasks.
+type PoolStats struct {
+	Pool     dockettype.Pool
+	InFlight int // non-terminal tasks: what capacity is checked against
+	Queued   int // InFlight - Running
+	Running  int
+	// OldestQueuedAt is the creation time of the oldest task waiting to
+	// run (nil when none).
+	OldestQueuedAt *time.Time
 }
 
 // EnsureTenantParams names a tenant to create if missing.
@@ -429,30 +453,39 @@ type Tenant struct {
 	CreatedAt   time.Time
 }
 
-// SetTenantLimitsParams sets a tenant's limits.
-type SetTenantLimitsParams struct {
+// UpdateTenantParams changes the fields that are not nil.
+type UpdateTenantParams struct {
 	Now         time.Time
 	Tenant      string
-	MaxInFlight int
-	Weight      int
+	MaxInFlight *int
+	Weight      *int
 }
 
 // CreateAPIKeyParams stores a hashed API key.
 type CreateAPIKeyParams struct {
 	Now       time.Time
+	ID        string // generated by the caller
 	Hash      string
 	Tenant    string
 	Principal string
 	Role      dockettype.Role
 }
 
-// APIKey is a stored key (its hash only).
+// APIKey is a stored key: its hash, never the key.
 type APIKey struct {
-	Hash      string
+	ID        string
+	Hash      string // empty in listings
 	Tenant    string
 	Principal string
 	Role      dockettype.Role
 	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// RevokeAPIKeyParams revokes one key.
+type RevokeAPIKeyParams struct {
+	Now time.Time
+	ID  string
 }
 
 // PublishRuleSetParams publishes one rule set version.

@@ -51,7 +51,7 @@ type Options struct {
 type Stack struct {
 	URL     string // the server's base URL
 	Server  *httptest.Server
-	Store   *sqlite.Store // the real store, for setup (keys, tenant limits)
+	Store   store.Store // the real store, for setup (keys, tenant limits)
 	Service *queue.Service
 	Metrics *metrics.Metrics
 	Key     string          // an API key of Tenant/Principal, role member
@@ -139,7 +139,7 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 
 // NewKey creates a member API key for (tenant, principal).
 func (s *Stack) NewKey(ctx context.Context, tenant, principal string) (string, error) {
-	key, err := auth.CreateKey(ctx, s.Store, s.Service.Config().Clock.Now(), tenant, principal, dockettype.RoleMember)
+	key, _, err := auth.CreateKey(ctx, s.Store, s.Service.Config().Clock.Now(), tenant, principal, dockettype.RoleMember)
 	if err != nil {
 		return "", fmt.Errorf("create key: %w", err)
 	}
@@ -148,9 +148,10 @@ func (s *Stack) NewKey(ctx context.Context, tenant, principal string) (string, e
 
 // SetTenantLimit sets a tenant's in-flight limit (0: unlimited).
 func (s *Stack) SetTenantLimit(ctx context.Context, tenant string, maxInFlight int) error {
-	return s.Store.SetTenantLimits(ctx, &store.SetTenantLimitsParams{
-		Now: s.Service.Config().Clock.Now(), Tenant: tenant, MaxInFlight: maxInFlight, Weight: 1,
+	_, err := s.Store.UpdateTenant(ctx, &store.UpdateTenantParams{
+		Now: s.Service.Config().Clock.Now(), Tenant: tenant, MaxInFlight: &maxInFlight,
 	})
+	return err
 }
 
 // Close stops the server, the service and the store, in that order. It is

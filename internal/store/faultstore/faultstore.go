@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
@@ -194,13 +195,6 @@ func (s *Store) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettyp
 	return s.inner.GetTask(ctx, p)
 }
 
-func (s *Store) GetTasks(ctx context.Context, ids []string) ([]*dockettype.Task, error) {
-	if err := s.before(ctx, "get_tasks"); err != nil {
-		return nil, err
-	}
-	return s.inner.GetTasks(ctx, ids)
-}
-
 func (s *Store) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*dockettype.Task, error) {
 	if err := s.before(ctx, "list_tasks"); err != nil {
 		return nil, err
@@ -222,39 +216,18 @@ func (s *Store) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]doc
 	return s.inner.ListEvidence(ctx, p)
 }
 
-func (s *Store) GetInput(ctx context.Context, p *store.GetTaskParams) ([]byte, error) {
-	if err := s.before(ctx, "get_input"); err != nil {
-		return nil, err
+func (s *Store) DeleteFinished(ctx context.Context, p *store.DeleteFinishedParams) (int, error) {
+	if err := s.before(ctx, "delete_finished"); err != nil {
+		return 0, err
 	}
-	return s.inner.GetInput(ctx, p)
+	return s.inner.DeleteFinished(ctx, p)
 }
 
-func (s *Store) GetIdempotencyBinding(ctx context.Context, tenant, key string) (*store.IdempotencyBinding, error) {
-	if err := s.before(ctx, "get_idempotency_binding"); err != nil {
+func (s *Store) Stats(ctx context.Context) (*store.Stats, error) {
+	if err := s.before(ctx, "stats"); err != nil {
 		return nil, err
 	}
-	return s.inner.GetIdempotencyBinding(ctx, tenant, key)
-}
-
-func (s *Store) GetReservation(ctx context.Context, taskID string) (*store.Reservation, error) {
-	if err := s.before(ctx, "get_reservation"); err != nil {
-		return nil, err
-	}
-	return s.inner.GetReservation(ctx, taskID)
-}
-
-func (s *Store) GetUsage(ctx context.Context) (*store.Usage, error) {
-	if err := s.before(ctx, "get_usage"); err != nil {
-		return nil, err
-	}
-	return s.inner.GetUsage(ctx)
-}
-
-func (s *Store) CountByState(ctx context.Context) ([]store.StateCount, error) {
-	if err := s.before(ctx, "count_by_state"); err != nil {
-		return nil, err
-	}
-	return s.inner.CountByState(ctx)
+	return s.inner.Stats(ctx)
 }
 
 func (s *Store) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (bool, error) {
@@ -271,16 +244,23 @@ func (s *Store) GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 	return s.inner.GetTenant(ctx, id)
 }
 
-func (s *Store) SetTenantLimits(ctx context.Context, p *store.SetTenantLimitsParams) error {
-	if err := s.before(ctx, "set_tenant_limits"); err != nil {
-		return err
+func (s *Store) ListTenants(ctx context.Context) ([]*store.Tenant, error) {
+	if err := s.before(ctx, "list_tenants"); err != nil {
+		return nil, err
 	}
-	return s.inner.SetTenantLimits(ctx, p)
+	return s.inner.ListTenants(ctx)
 }
 
-func (s *Store) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) error {
+func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
+	if err := s.before(ctx, "update_tenant"); err != nil {
+		return nil, err
+	}
+	return s.inner.UpdateTenant(ctx, p)
+}
+
+func (s *Store) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) (*store.APIKey, error) {
 	if err := s.before(ctx, "create_api_key"); err != nil {
-		return err
+		return nil, err
 	}
 	return s.inner.CreateAPIKey(ctx, p)
 }
@@ -290,6 +270,20 @@ func (s *Store) LookupAPIKey(ctx context.Context, hash string) (*store.APIKey, e
 		return nil, err
 	}
 	return s.inner.LookupAPIKey(ctx, hash)
+}
+
+func (s *Store) ListAPIKeys(ctx context.Context, tenant string) ([]*store.APIKey, error) {
+	if err := s.before(ctx, "list_api_keys"); err != nil {
+		return nil, err
+	}
+	return s.inner.ListAPIKeys(ctx, tenant)
+}
+
+func (s *Store) RevokeAPIKey(ctx context.Context, p *store.RevokeAPIKeyParams) (*store.APIKey, error) {
+	if err := s.before(ctx, "revoke_api_key"); err != nil {
+		return nil, err
+	}
+	return s.inner.RevokeAPIKey(ctx, p)
 }
 
 func (s *Store) PublishRuleSet(ctx context.Context, p *store.PublishRuleSetParams) (*store.RuleSet, error) {
@@ -318,6 +312,13 @@ func (s *Store) LatestRuleSet(ctx context.Context) (*store.RuleSet, error) {
 		return nil, err
 	}
 	return s.inner.LatestRuleSet(ctx)
+}
+
+func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
+	if err := s.before(ctx, "database_time"); err != nil {
+		return time.Time{}, err
+	}
+	return s.inner.DatabaseTime(ctx)
 }
 
 func (s *Store) Ping(ctx context.Context) error {

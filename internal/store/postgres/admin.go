@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,9 +11,24 @@ import (
 	"github.com/docket-dev/docket/internal/store"
 )
 
+// tenantSelect reads tenants with their in-flight count (the sum of their
+// counter slots).
+const tenantSelect = `SELECT t.id, t.max_in_flight, t.weight, t.created_at,
+	(SELECT coalesce(sum(c.n), 0) FROM counters c WHERE c.scope = 'tenant' AND c.key = t.id)
+	FROM tenants t`
+
+func scanTenant(r pgx.Row) (*store.Tenant, error) {
+	t := &store.Tenant{}
+	if err := r.Scan(&t.ID, &t.MaxInFlight, &t.Weight, &t.CreatedAt, &t.InFlight); err != nil {
+		return nil, err
+	}
+	t.CreatedAt = t.CreatedAt.UTC()
+	return t, nil
+}
+
 // EnsureTenant creates the tenant if missing.
-func (s *Store) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (bool, error) {
-	tag, err := s.pool.Exec(ctx, "INSERT INTO tenants (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", p.ID, ts(p.Now))
+func (b *Backend) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (bool, error) {
+	tag, err := b.pool.Exec(ctx, "INSERT INTO tenants (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", p.ID, ts(p.Now))
 	if err != nil {
 		return false, interpretError("ensure_tenant", err)
 	}
@@ -21,60 +36,104 @@ func (s *Store) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (
 }
 
 // GetTenant reads a tenant.
-func (s *Store) GetTenant(ctx context.Context, id string) (*store.Tenant, error) {
-	t := &store.Tenant{ID: id}
-	err := s.pool.QueryRow(ctx, "SELECT max_in_flight, weight, in_flight, created_at FROM tenants WHERE id = $1", id).
-		Scan(&t.MaxInFlight, &t.Weight, &t.InFlight, &t.CreatedAt)
-	if err != nil {
-		return nil, interpretError("get_tenant", err)
-	}
-	t.CreatedAt = t.CreatedAt.UTC()
-	return t, nil
+func (b *Backend) GetTenant(ctx context.Context, id string) (*store.Tenant, error) {
+	t, err := scanTenant(b.pool.QueryRow(ctx, tenantSelect+" WHERE t.id = $1", id))
+	return t, interpretError("get_tenant", err)
 }
 
-// SetTenantLimits sets (creating the tenant if needed) its limits.
-func (s *Store) SetTenantLimits(ctx context.Context, p *store.SetTenantLimitsParams) error {
-	if p.MaxInFlight < 0 || p.Weight < 1 {
-		return fmt.Errorf("set_tenant_limits: %w", store.ErrInvalid)
+// ListTenants reads every tenant, by ID.
+func (b *Backend) ListTenants(ctx context.Context) ([]*store.Tenant, error) {
+	rows, err := b.pool.Query(ctx, tenantSelect+" ORDER BY t.id")
+	if err != nil {
+		return nil, interpretError("list_tenants", err)
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO tenants (id, max_in_flight, weight, created_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (id) DO UPDATE SET max_in_flight = excluded.max_in_flight, weight = excluded.weight`,
-		p.Tenant, p.MaxInFlight, p.Weight, ts(p.Now))
-	return interpretError("set_tenant_limits", err)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Tenant, error) { return scanTenant(r) })
+	return out, interpretError("list_tenants", err)
+}
+
+// UpdateTenant changes the fields given, creating the tenant if needed.
+func (b *Backend) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
+	if p.Tenant == "" || (p.MaxInFlight != nil && *p.MaxInFlight < 0) || (p.Weight != nil && *p.Weight < 1) {
+		return nil, interpretError("update_tenant", store.ErrInvalid)
+	}
+	_, err := b.pool.Exec(ctx, `INSERT INTO tenants (id, max_in_flight, weight, created_at)
+		VALUES ($1, coalesce($2, 0), coalesce($3, 1), $4)
+		ON CONFLICT (id) DO UPDATE SET max_in_flight = coalesce($2, tenants.max_in_flight),
+			weight = coalesce($3, tenants.weight)`, p.Tenant, p.MaxInFlight, p.Weight, ts(p.Now))
+	if err != nil {
+		return nil, interpretError("update_tenant", err)
+	}
+	return b.GetTenant(ctx, p.Tenant)
 }
 
 // CreateAPIKey stores a key hash, creating the tenant if needed.
-func (s *Store) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) error {
-	return s.write(ctx, "create_api_key", func(tx pgx.Tx) error {
+func (b *Backend) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) (*store.APIKey, error) {
+	if p.ID == "" || p.Hash == "" || p.Tenant == "" || p.Principal == "" ||
+		(p.Role != dockettype.RoleMember && p.Role != dockettype.RoleAdmin) {
+		return nil, interpretError("create_api_key", store.ErrInvalid)
+	}
+	err := b.write(ctx, "create_api_key", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO tenants (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", p.Tenant, ts(p.Now)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "INSERT INTO api_keys (hash, tenant, principal, role, created_at) VALUES ($1, $2, $3, $4, $5)",
-			p.Hash, p.Tenant, p.Principal, string(p.Role), ts(p.Now))
+		_, err := tx.Exec(ctx, "INSERT INTO api_keys (id, hash, tenant, principal, role, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+			p.ID, p.Hash, p.Tenant, p.Principal, string(p.Role), ts(p.Now))
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &store.APIKey{ID: p.ID, Tenant: p.Tenant, Principal: p.Principal, Role: p.Role, CreatedAt: ts(p.Now)}, nil
+}
+
+const keyCols = "id, tenant, principal, role, created_at, revoked_at"
+
+func scanKey(r pgx.Row) (*store.APIKey, error) {
+	k := &store.APIKey{}
+	var (
+		role    string
+		revoked *time.Time
+	)
+	if err := r.Scan(&k.ID, &k.Tenant, &k.Principal, &role, &k.CreatedAt, &revoked); err != nil {
+		return nil, err
+	}
+	k.Role, k.CreatedAt, k.RevokedAt = dockettype.Role(role), k.CreatedAt.UTC(), utcPtr(revoked)
+	return k, nil
 }
 
 // LookupAPIKey finds a non-revoked key by its hash.
-func (s *Store) LookupAPIKey(ctx context.Context, hash string) (*store.APIKey, error) {
-	k := &store.APIKey{Hash: hash}
-	var role string
-	err := s.pool.QueryRow(ctx, "SELECT tenant, principal, role, created_at FROM api_keys WHERE hash = $1 AND revoked_at IS NULL", hash).
-		Scan(&k.Tenant, &k.Principal, &role, &k.CreatedAt)
+func (b *Backend) LookupAPIKey(ctx context.Context, hash string) (*store.APIKey, error) {
+	k, err := scanKey(b.pool.QueryRow(ctx, "SELECT "+keyCols+" FROM api_keys WHERE hash = $1 AND revoked_at IS NULL", hash))
 	if err != nil {
 		return nil, interpretError("lookup_api_key", err)
 	}
-	k.Role = dockettype.Role(role)
-	k.CreatedAt = k.CreatedAt.UTC()
+	k.Hash = hash
 	return k, nil
+}
+
+// ListAPIKeys lists keys (of a tenant, or all), oldest first, without hashes.
+func (b *Backend) ListAPIKeys(ctx context.Context, tenant string) ([]*store.APIKey, error) {
+	rows, err := b.pool.Query(ctx, "SELECT "+keyCols+" FROM api_keys WHERE $1 = '' OR tenant = $1 ORDER BY created_at, id", tenant)
+	if err != nil {
+		return nil, interpretError("list_api_keys", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.APIKey, error) { return scanKey(r) })
+	return out, interpretError("list_api_keys", err)
+}
+
+// RevokeAPIKey revokes a key once and returns it.
+func (b *Backend) RevokeAPIKey(ctx context.Context, p *store.RevokeAPIKeyParams) (*store.APIKey, error) {
+	k, err := scanKey(b.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2)
+		WHERE id = $1 RETURNING `+keyCols, p.ID, ts(p.Now)))
+	return k, interpretError("revoke_api_key", err)
 }
 
 // PublishRuleSet stores the next version. The table lock (which readers do
 // not take) makes concurrent publishers number their versions one after the
 // other instead of colliding on the same number.
-func (s *Store) PublishRuleSet(ctx context.Context, p *store.PublishRuleSetParams) (*store.RuleSet, error) {
+func (b *Backend) PublishRuleSet(ctx context.Context, p *store.PublishRuleSetParams) (*store.RuleSet, error) {
 	var rs *store.RuleSet
-	err := s.write(ctx, "publish_rule_set", func(tx pgx.Tx) error {
+	err := b.write(ctx, "publish_rule_set", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "LOCK TABLE rule_sets IN SHARE ROW EXCLUSIVE MODE"); err != nil {
 			return err
 		}
@@ -98,8 +157,8 @@ func (s *Store) PublishRuleSet(ctx context.Context, p *store.PublishRuleSetParam
 }
 
 // ListRuleSets lists versions, oldest first, without bodies.
-func (s *Store) ListRuleSets(ctx context.Context) ([]*store.RuleSet, error) {
-	rows, err := s.pool.Query(ctx, "SELECT version, hash, published_at FROM rule_sets ORDER BY seq")
+func (b *Backend) ListRuleSets(ctx context.Context) ([]*store.RuleSet, error) {
+	rows, err := b.pool.Query(ctx, "SELECT version, hash, published_at FROM rule_sets ORDER BY seq")
 	if err != nil {
 		return nil, interpretError("list_rule_sets", err)
 	}
@@ -113,19 +172,19 @@ func (s *Store) ListRuleSets(ctx context.Context) ([]*store.RuleSet, error) {
 }
 
 // GetRuleSet reads one version.
-func (s *Store) GetRuleSet(ctx context.Context, version string) (*store.RuleSet, error) {
-	return s.ruleSet(ctx, "get_rule_set", "body", "WHERE version = $1", version)
+func (b *Backend) GetRuleSet(ctx context.Context, version string) (*store.RuleSet, error) {
+	return b.ruleSet(ctx, "get_rule_set", "body", "WHERE version = $1", version)
 }
 
 // LatestRuleSet reads the newest version, without its body.
-func (s *Store) LatestRuleSet(ctx context.Context) (*store.RuleSet, error) {
-	return s.ruleSet(ctx, "latest_rule_set", "NULL::bytea", "ORDER BY seq DESC LIMIT 1")
+func (b *Backend) LatestRuleSet(ctx context.Context) (*store.RuleSet, error) {
+	return b.ruleSet(ctx, "latest_rule_set", "NULL::bytea", "ORDER BY seq DESC LIMIT 1")
 }
 
 // ruleSet reads one rule set row; bodyCol is "body", or a NULL to skip it.
-func (s *Store) ruleSet(ctx context.Context, op, bodyCol, where string, args ...any) (*store.RuleSet, error) {
+func (b *Backend) ruleSet(ctx context.Context, op, bodyCol, where string, args ...any) (*store.RuleSet, error) {
 	rs := &store.RuleSet{}
-	err := s.pool.QueryRow(ctx, "SELECT version, hash, "+bodyCol+", published_at FROM rule_sets "+where, args...).
+	err := b.pool.QueryRow(ctx, "SELECT version, hash, "+bodyCol+", published_at FROM rule_sets "+where, args...).
 		Scan(&rs.Version, &rs.Hash, &rs.Body, &rs.PublishedAt)
 	if err != nil {
 		return nil, interpretError(op, err)

@@ -13,10 +13,12 @@ import (
 	"github.com/docket-dev/docket/internal/store"
 )
 
-// interpretError maps native errors onto the store's sentinels, in one place.
-// The database's own message stays in the wrapped chain for debugging, but
-// callers branch on the sentinel and never log the text; the errors this
-// package constructs carry an operation name only, never SQL.
+// interpretError maps native errors onto the store's sentinels, in one place:
+// a lost connection or a transient refusal is ErrUnavailable; any other
+// database failure is a *store.DatabaseError carrying its SQLSTATE, so that
+// a bug never looks like an outage. The database's own message stays in the
+// wrapped chain for debugging, but callers branch on the sentinel and never
+// log the text.
 func interpretError(op string, err error) error {
 	if err == nil {
 		return nil
@@ -32,7 +34,11 @@ func interpretError(op string, err error) error {
 	case unavailable(err):
 		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return &store.DatabaseError{Op: op, Code: "SQLSTATE " + pe.Code, Err: err}
+	}
+	return &store.DatabaseError{Op: op, Code: "unknown", Err: err}
 }
 
 // unavailable reports whether err means the database could not be reached

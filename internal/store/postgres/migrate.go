@@ -4,12 +4,10 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/docket-dev/docket/internal/store/migration"
 )
 
 //go:embed migrations/*.sql
@@ -20,35 +18,16 @@ var migrations embed.FS
 // in different schemas do not wait for each other.
 const migrationLockClass = 0x646f636b
 
-// migrate creates the schema if needed and applies, in order, each embedded
-// migration not yet recorded in docket_migrations, all in one transaction
-// that holds a transaction-scoped advisory lock: nodes starting at once
-// queue on the lock, and each one after the first finds nothing to do.
-func migrate(ctx context.Context, s *Store, schema string) error {
-	entries, err := fs.ReadDir(migrations, "migrations")
+// migrate creates the schema if needed and applies the pending migrations
+// in one transaction that holds a transaction-scoped advisory lock: nodes
+// starting at once queue on the lock, and each one after the first finds
+// nothing to do.
+func migrate(ctx context.Context, b *Backend, schema string) error {
+	all, err := migration.Load(migrations, "migrations")
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	type migration struct {
-		version int
-		name    string
-		body    string
-	}
-	var all []migration
-	for _, e := range entries {
-		version, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migrate: bad migration name %q", e.Name())
-		}
-		body, err := migrations.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		all = append(all, migration{version, e.Name(), string(body)})
-	}
-
-	return s.write(ctx, "migrate", func(tx pgx.Tx) error {
+	return b.write(ctx, "migrate", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrationLockClass, schema); err != nil {
 			return err
 		}
@@ -65,11 +44,18 @@ func migrate(ctx context.Context, s *Store, schema string) error {
 				}
 			}
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS docket_migrations (
+		var legacy bool
+		if err := tx.QueryRow(ctx, "SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL", migration.LegacyTable).Scan(&legacy); err != nil {
+			return err
+		}
+		if legacy {
+			return migration.ErrLegacySchema
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migration.Table+` (
 			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "SELECT version FROM docket_migrations")
+		rows, err := tx.Query(ctx, "SELECT version FROM "+migration.Table)
 		if err != nil {
 			return err
 		}
@@ -77,19 +63,16 @@ func migrate(ctx context.Context, s *Store, schema string) error {
 		if err != nil {
 			return err
 		}
-		done := make(map[int]bool, len(applied))
-		for _, v := range applied {
-			done[v] = true
+		pending, err := migration.Pending(all, applied)
+		if err != nil {
+			return err
 		}
-		for _, m := range all {
-			if done[m.version] {
-				continue
-			}
+		for _, m := range pending {
 			// Simple protocol: a migration is several statements.
-			if _, err := tx.Exec(ctx, m.body, pgx.QueryExecModeSimpleProtocol); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO docket_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+			if _, err := tx.Exec(ctx, "INSERT INTO "+migration.Table+" (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
 				return err
 			}
 		}

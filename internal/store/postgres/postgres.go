@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
 )
 
 // Options tunes the PostgreSQL store.
@@ -24,17 +25,27 @@ type Options struct {
 	Schema string
 }
 
-// Store implements store.Store on PostgreSQL.
-type Store struct {
+// Open connects to the database at url, applies pending migrations and
+// returns the store.
+func Open(ctx context.Context, url string, opts Options) (*engine.Store, error) {
+	b, err := OpenBackend(ctx, url, opts)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(b), nil
+}
+
+// Backend is the PostgreSQL engine.Backend.
+type Backend struct {
 	cfg  *pgxpool.Config // the parsed configuration, copied by Fork
 	pool *pgxpool.Pool
 	once sync.Once
 }
 
-var _ store.Store = (*Store)(nil)
+var _ engine.Backend = (*Backend)(nil)
 
-// Open connects to the database at url and applies pending migrations.
-func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+// OpenBackend connects and migrates; Open wraps it in the engine.
+func OpenBackend(ctx context.Context, url string, opts Options) (*Backend, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// The parse error may quote the URL, password included.
@@ -55,75 +66,98 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, interpretError("open", err)
 	}
-	s := &Store{cfg: cfg, pool: pool}
-	if err := migrate(ctx, s, opts.Schema); err != nil {
+	b := &Backend{cfg: cfg, pool: pool}
+	if err := migrate(ctx, b, opts.Schema); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return s, nil
+	return b, nil
 }
 
-// Fork opens a new connection pool of maxConns connections on the same
-// database and schema: a separate connection budget, so that a stuck query
-// on one handle cannot take the connection another needs. Closing the fork
-// leaves this store usable.
-func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
+// Fork opens a new connection pool of opts.MaxConns connections on the
+// same database and schema: a separate connection budget, so that a stuck
+// query on one handle cannot take the connection another needs. Closing the
+// fork leaves this backend usable.
+func (b *Backend) Fork(name string, opts store.ForkOptions) (engine.Backend, error) {
 	maxConns := opts.MaxConns // PostgreSQL has no single writer: Background needs nothing here
 	if maxConns <= 0 {
 		maxConns = 1
 	}
-	cfg := s.cfg.Copy()
+	cfg := b.cfg.Copy()
 	cfg.MaxConns = int32(maxConns)
 	cfg.ConnConfig.RuntimeParams["application_name"] = "docket-" + name
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, interpretError("fork", err)
 	}
-	return &Store{cfg: cfg, pool: pool}, nil
+	return &Backend{cfg: cfg, pool: pool}, nil
 }
 
 // Close closes this handle's connection pool, waiting for connections in
 // use to be returned.
-func (s *Store) Close() error {
-	s.once.Do(s.pool.Close)
+func (b *Backend) Close() error {
+	b.once.Do(b.pool.Close)
 	return nil
 }
 
 // Ping checks that the database answers and holds Docket's schema.
-func (s *Store) Ping(ctx context.Context) error {
+func (b *Backend) Ping(ctx context.Context) error {
 	var one int
-	if err := s.pool.QueryRow(ctx, "SELECT 1 FROM pools LIMIT 1").Scan(&one); err != nil {
-		return interpretError("ping", err)
+	err := b.pool.QueryRow(ctx, "SELECT 1 FROM counters LIMIT 1").Scan(&one)
+	return interpretError("ping", err)
+}
+
+// DatabaseTime returns the server's clock.
+func (b *Backend) DatabaseTime(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := b.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+		return time.Time{}, interpretError("database_time", err)
 	}
-	return nil
+	return now.UTC(), nil
 }
 
 // txAttempts bounds how often a transaction that lost a deadlock or a
 // serialization conflict is run again.
 const txAttempts = 5
 
-// errRetry asks write to run the transaction again: it lost a race that
+// errRetry asks Write to run the transaction again: it lost a race that
 // READ COMMITTED cannot resolve inside the same transaction.
 var errRetry = errors.New("postgres: transaction lost a race")
 
-// write runs fn in a READ COMMITTED transaction, running it again (fn must
-// reset whatever it accumulates) when PostgreSQL aborts it for a deadlock or
-// a serialization failure.
-func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+// Write runs fn in a READ COMMITTED transaction, running it again when
+// PostgreSQL aborts it for a deadlock or a serialization failure.
+func (b *Backend) Write(ctx context.Context, op string, fn func(tx engine.Tx) error) error {
+	return b.write(ctx, op, func(tx pgx.Tx) error { return fn(&txn{ctx: ctx, tx: tx}) })
+}
+
+func (b *Backend) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+		err = pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
 		if err == nil || !retryable(err) || attempt == txAttempts {
 			break
 		}
 		// Jittered backoff so the transactions that collided do not
-		// collide again in lockstep.
-		wait := time.Duration(rand.Int64N(int64(time.Millisecond) << attempt))
+		// collide again in lockstep. (Real time: this is the database's
+		// contention, not a schedule the queue's clock drives.)
+		timer := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << attempt)))
 		select {
-		case <-time.After(wait):
+		case <-timer.C:
 		case <-ctx.Done():
+			timer.Stop()
 			return interpretError(op, ctx.Err())
 		}
 	}
 	return interpretError(op, err)
+}
+
+// ts is a time as the store writes it: millisecond precision, UTC.
+func ts(t time.Time) time.Time { return t.Truncate(time.Millisecond).UTC() }
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
 	"github.com/docket-dev/docket/internal/store/postgres"
 	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
 	"github.com/docket-dev/docket/internal/store/storetest"
@@ -27,7 +29,7 @@ func databaseURL(t *testing.T) string { return pgtest.URL(t) }
 func freshSchema(t *testing.T, url string) string { return pgtest.Schema(t, url) }
 
 // open opens a store in a fresh schema; the schema is created by Open.
-func open(t *testing.T) *postgres.Store {
+func open(t *testing.T) *engine.Store {
 	t.Helper()
 	url := databaseURL(t)
 	s, err := postgres.Open(t.Context(), url, postgres.Options{Schema: freshSchema(t, url)})
@@ -67,15 +69,15 @@ func TestInputIsImmutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	table := pgx.Identifier{schema, "task_inputs"}.Sanitize()
-	_, err = conn.Exec(ctx, "UPDATE "+table+" SET input = $1 WHERE task_id = $2", []byte(`{"text": "changed"}`), "task-1")
+	table := pgx.Identifier{schema, "tasks"}.Sanitize()
+	_, err = conn.Exec(ctx, "UPDATE "+table+" SET input = $1 WHERE id = $2", []byte(`{"text": "changed"}`), "task-1")
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "23001" {
-		t.Errorf("UPDATE of task_inputs: err = %v, want the trigger's restrict_violation (23001)", err)
+		t.Errorf("UPDATE of tasks: err = %v, want the trigger's restrict_violation (23001)", err)
 	}
-	got, err := s.GetInput(ctx, &store.GetTaskParams{Tenant: "acme", TaskID: "task-1"})
-	if err != nil || string(got) != string(input) {
-		t.Errorf("input after the refused UPDATE = %q, %v; want %q", got, err, input)
+	claimed, err := s.Claim(ctx, &store.ClaimParams{Pool: "online", Owner: "n", Limit: 1, LeaseTTL: time.Minute})
+	if err != nil || len(claimed) != 1 || string(claimed[0].Input) != string(input) {
+		t.Errorf("input claimed after the refused UPDATE = %v, %v; want %q", claimed, err, input)
 	}
 }
 
@@ -135,12 +137,12 @@ func TestSameKeyAcrossPools(t *testing.T) {
 			}
 		}
 	}
-	u, err := s.GetUsage(t.Context())
+	st, err := s.Stats(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := u.Pools[dockettype.PoolOnline] + u.Pools[dockettype.PoolOffline]; got != rounds {
-		t.Errorf("usage = %+v, want %d units in all (one task per round)", u, rounds)
+	if got := st.Pools[0].InFlight + st.Pools[1].InFlight; got != rounds {
+		t.Errorf("in flight = %+v, want %d units in all (one task per round)", st.Pools, rounds)
 	}
 }
 
@@ -150,7 +152,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	url := databaseURL(t)
 	schema := freshSchema(t, url)
 	const n = 4
-	stores := make([]*postgres.Store, n)
+	stores := make([]*engine.Store, n)
 	errs := make([]error, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -179,7 +181,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	}
 	defer conn.Close(t.Context())
 	var applied int
-	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM "+pgx.Identifier{schema, "docket_migrations"}.Sanitize()).Scan(&applied); err != nil {
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM "+pgx.Identifier{schema, "docket_schema_migrations"}.Sanitize()).Scan(&applied); err != nil {
 		t.Fatal(err)
 	}
 	files, err := os.ReadDir("migrations")
@@ -187,6 +189,6 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if applied != len(files) {
-		t.Errorf("docket_migrations rows = %d, want %d (each migration applied once)", applied, len(files))
+		t.Errorf("docket_schema_migrations rows = %d, want %d (each migration applied once)", applied, len(files))
 	}
 }

@@ -13,52 +13,54 @@ import (
 )
 
 // GetTask reads one of the tenant's tasks.
-func (s *Store) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettype.Task, error) {
-	t, err := scanTask(s.pool.QueryRow(ctx, "SELECT "+taskCols+" FROM tasks WHERE id = $1 AND tenant = $2", p.TaskID, p.Tenant))
+func (b *Backend) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettype.Task, error) {
+	t, err := scanTask(b.pool.QueryRow(ctx, taskSelect(true)+" WHERE t.id = $1 AND t.tenant = $2", p.TaskID, p.Tenant))
 	if err != nil {
 		return nil, interpretError("get_task", err)
 	}
 	return t, nil
 }
 
-// GetTasks reads the tasks among ids that exist.
-func (s *Store) GetTasks(ctx context.Context, ids []string) ([]*dockettype.Task, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rows, err := s.pool.Query(ctx, "SELECT "+taskCols+" FROM tasks WHERE id = ANY($1)", ids)
-	if err != nil {
-		return nil, interpretError("get_tasks", err)
-	}
-	tasks, err := scanTasks(rows)
-	return tasks, interpretError("get_tasks", err)
-}
-
-// ListTasks pages the tenant's tasks, newest first.
-func (s *Store) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*dockettype.Task, error) {
-	var b strings.Builder
-	b.WriteString("SELECT " + taskCols + " FROM tasks WHERE tenant = $1")
+// ListTasks pages the tenant's tasks, newest first. A state filter reads
+// the live rows (queued, running) or the results (terminal states) through
+// their own tenant index, so a page costs the same whatever the others
+// hold.
+func (b *Backend) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*dockettype.Task, error) {
+	var q strings.Builder
 	args := []any{p.Tenant}
 	arg := func(cond string, v any) {
 		args = append(args, v)
-		b.WriteString(" AND " + cond + " $" + strconv.Itoa(len(args)))
+		q.WriteString(" AND " + cond + " $" + strconv.Itoa(len(args)))
 	}
-	if p.State != "" {
-		arg("state =", string(p.State))
+	idCol := "t.id"
+	switch {
+	case p.State == "":
+		q.WriteString("SELECT " + listCols + ` FROM tasks t LEFT JOIN task_queue q ON q.id = t.id
+			LEFT JOIN task_results r ON r.task_id = t.id WHERE t.tenant = $1`)
+	case p.State.Terminal():
+		idCol = "r.task_id"
+		q.WriteString("SELECT " + listCols + ` FROM task_results r JOIN tasks t ON t.id = r.task_id
+			LEFT JOIN task_queue q ON false WHERE r.tenant = $1`)
+		arg("r.state =", string(p.State))
+	default:
+		idCol = "q.id"
+		q.WriteString("SELECT " + listCols + ` FROM task_queue q JOIN tasks t ON t.id = q.id
+			LEFT JOIN task_results r ON false WHERE q.tenant = $1`)
+		arg("q.state =", string(p.State))
 	}
 	if p.Pool != "" {
-		arg("pool =", string(p.Pool))
+		arg("t.pool =", string(p.Pool))
 	}
 	if p.After != "" {
-		arg("id <", p.After)
+		arg(idCol+" <", p.After)
 	}
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 50
 	}
 	args = append(args, limit)
-	b.WriteString(" ORDER BY id DESC LIMIT $" + strconv.Itoa(len(args)))
-	rows, err := s.pool.Query(ctx, b.String(), args...)
+	q.WriteString(" ORDER BY " + idCol + " DESC LIMIT $" + strconv.Itoa(len(args)))
+	rows, err := b.pool.Query(ctx, q.String(), args...)
 	if err != nil {
 		return nil, interpretError("list_tasks", err)
 	}
@@ -67,18 +69,18 @@ func (s *Store) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*doc
 }
 
 // owned checks that the task belongs to the tenant.
-func (s *Store) owned(ctx context.Context, op string, p *store.GetTaskParams) error {
+func (b *Backend) owned(ctx context.Context, op string, p *store.GetTaskParams) error {
 	var one int
-	err := s.pool.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1 AND tenant = $2", p.TaskID, p.Tenant).Scan(&one)
+	err := b.pool.QueryRow(ctx, "SELECT 1 FROM tasks WHERE id = $1 AND tenant = $2", p.TaskID, p.Tenant).Scan(&one)
 	return interpretError(op, err)
 }
 
 // ListEvents returns the task's history, oldest first.
-func (s *Store) ListEvents(ctx context.Context, p *store.GetTaskParams) ([]dockettype.Event, error) {
-	if err := s.owned(ctx, "list_events", p); err != nil {
+func (b *Backend) ListEvents(ctx context.Context, p *store.GetTaskParams) ([]dockettype.Event, error) {
+	if err := b.owned(ctx, "list_events", p); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, task_id, from_state, to_state, epoch, code, at
+	rows, err := b.pool.Query(ctx, `SELECT id, task_id, from_state, to_state, epoch, code, at
 		FROM task_events WHERE task_id = $1 ORDER BY id`, p.TaskID)
 	if err != nil {
 		return nil, interpretError("list_events", err)
@@ -100,11 +102,11 @@ func (s *Store) ListEvents(ctx context.Context, p *store.GetTaskParams) ([]docke
 }
 
 // ListEvidence returns the task's evidence, oldest first.
-func (s *Store) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]dockettype.Evidence, error) {
-	if err := s.owned(ctx, "list_evidence", p); err != nil {
+func (b *Backend) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]dockettype.Evidence, error) {
+	if err := b.owned(ctx, "list_evidence", p); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, task_id, attempt, epoch, kind, body, created_at
+	rows, err := b.pool.Query(ctx, `SELECT id, task_id, attempt, epoch, kind, body, created_at
 		FROM evidence WHERE task_id = $1 ORDER BY id`, p.TaskID)
 	if err != nil {
 		return nil, interpretError("list_evidence", err)
@@ -126,89 +128,66 @@ func (s *Store) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]doc
 	return out, nil
 }
 
-// GetInput returns the task's immutable input.
-func (s *Store) GetInput(ctx context.Context, p *store.GetTaskParams) ([]byte, error) {
-	var input []byte
-	err := s.pool.QueryRow(ctx, `SELECT i.input FROM task_inputs i JOIN tasks t ON t.id = i.task_id
-		WHERE t.id = $1 AND t.tenant = $2`, p.TaskID, p.Tenant).Scan(&input)
+// FindExpiredLeases scans the lease index; it takes no locks.
+func (b *Backend) FindExpiredLeases(ctx context.Context, p *store.FindExpiredLeasesParams) ([]store.ExpiredLease, error) {
+	rows, err := b.pool.Query(ctx, `SELECT id, lease_epoch, tenant, pool, attempt, max_attempts FROM task_queue
+		WHERE state = 'running' AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2`, ts(p.Now), p.Limit)
 	if err != nil {
-		return nil, interpretError("get_input", err)
+		return nil, interpretError("find_expired_leases", err)
 	}
-	return input, nil
-}
-
-// GetIdempotencyBinding reads one binding.
-func (s *Store) GetIdempotencyBinding(ctx context.Context, tenant, key string) (*store.IdempotencyBinding, error) {
-	b := &store.IdempotencyBinding{Tenant: tenant, Key: key}
-	err := s.pool.QueryRow(ctx, "SELECT request_hash, task_id, created_at FROM idempotency_keys WHERE tenant = $1 AND key = $2",
-		tenant, key).Scan(&b.RequestHash, &b.TaskID, &b.CreatedAt)
-	if err != nil {
-		return nil, interpretError("get_idempotency_binding", err)
-	}
-	b.CreatedAt = b.CreatedAt.UTC()
-	return b, nil
-}
-
-// GetReservation reads a task's reservation.
-func (s *Store) GetReservation(ctx context.Context, taskID string) (*store.Reservation, error) {
-	r := &store.Reservation{TaskID: taskID}
-	var (
-		pool     string
-		released *time.Time
-	)
-	err := s.pool.QueryRow(ctx, "SELECT tenant, pool, created_at, released_at FROM reservations WHERE task_id = $1",
-		taskID).Scan(&r.Tenant, &pool, &r.CreatedAt, &released)
-	if err != nil {
-		return nil, interpretError("get_reservation", err)
-	}
-	r.Pool = dockettype.Pool(pool)
-	r.CreatedAt = r.CreatedAt.UTC()
-	r.ReleasedAt = utcPtr(released)
-	return r, nil
-}
-
-// GetUsage reads the reservation counters.
-func (s *Store) GetUsage(ctx context.Context) (*store.Usage, error) {
-	u := &store.Usage{Pools: map[dockettype.Pool]int{}, Tenants: map[string]int{}}
-	var (
-		name string
-		n    int
-	)
-	rows, err := s.pool.Query(ctx, "SELECT name, in_flight FROM pools")
-	if err != nil {
-		return nil, interpretError("get_usage", err)
-	}
-	if _, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error {
-		u.Pools[dockettype.Pool(name)] = n
-		return nil
-	}); err != nil {
-		return nil, interpretError("get_usage", err)
-	}
-	rows, err = s.pool.Query(ctx, "SELECT id, in_flight FROM tenants WHERE in_flight > 0")
-	if err != nil {
-		return nil, interpretError("get_usage", err)
-	}
-	if _, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error {
-		u.Tenants[name] = n
-		return nil
-	}); err != nil {
-		return nil, interpretError("get_usage", err)
-	}
-	return u, nil
-}
-
-// CountByState counts tasks per pool and state from the (pool, state) index.
-func (s *Store) CountByState(ctx context.Context) ([]store.StateCount, error) {
-	rows, err := s.pool.Query(ctx, "SELECT pool, state, count(*) FROM tasks GROUP BY pool, state ORDER BY pool, state")
-	if err != nil {
-		return nil, interpretError("count_by_state", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.StateCount, error) {
-		var c store.StateCount
-		var pool, state string
-		err := r.Scan(&pool, &state, &c.Count)
-		c.Pool, c.State = dockettype.Pool(pool), dockettype.State(state)
-		return c, err
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ExpiredLease, error) {
+		var e store.ExpiredLease
+		var pool string
+		err := r.Scan(&e.TaskID, &e.Epoch, &e.Tenant, &pool, &e.Attempt, &e.MaxAttempts)
+		e.Pool = dockettype.Pool(pool)
+		return e, err
 	})
-	return out, interpretError("count_by_state", err)
+	return out, interpretError("find_expired_leases", err)
+}
+
+// FindOverdue scans the deadline index; it takes no locks.
+func (b *Backend) FindOverdue(ctx context.Context, p *store.FindOverdueParams) ([]store.OverdueTask, error) {
+	rows, err := b.pool.Query(ctx, `SELECT id, lease_epoch, tenant, pool, state FROM task_queue
+		WHERE deadline_at <= $1 ORDER BY deadline_at LIMIT $2`, ts(p.Now), p.Limit)
+	if err != nil {
+		return nil, interpretError("find_overdue", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OverdueTask, error) {
+		var o store.OverdueTask
+		var pool, state string
+		err := r.Scan(&o.TaskID, &o.Epoch, &o.Tenant, &pool, &state)
+		o.Pool, o.State = dockettype.Pool(pool), dockettype.State(state)
+		return o, err
+	})
+	return out, interpretError("find_overdue", err)
+}
+
+// Stats reads the counters, the running tasks (bounded by the workers) and,
+// per pool, the oldest first-in-line task of each tenant with ready work.
+func (b *Backend) Stats(ctx context.Context) (*store.Stats, error) {
+	st := &store.Stats{}
+	for _, pool := range dockettype.Pools {
+		ps := store.PoolStats{Pool: pool}
+		var oldest *time.Time
+		err := b.pool.QueryRow(ctx, `SELECT
+				(SELECT coalesce(sum(n), 0) FROM counters WHERE scope = 'pool' AND key = $1),
+				(SELECT count(*) FROM task_queue WHERE state = 'running' AND pool = $1),
+				(SELECT min(f.created_at) FROM tenant_queues tq CROSS JOIN LATERAL (
+					SELECT created_at FROM task_queue q
+					WHERE q.pool = tq.pool AND q.tenant = tq.tenant AND q.state = 'queued' AND q.run_after IS NULL
+					ORDER BY priority DESC, id LIMIT 1) f
+				WHERE tq.pool = $1 AND tq.queued > 0)`, string(pool)).Scan(&ps.InFlight, &ps.Running, &oldest)
+		if err != nil {
+			return nil, interpretError("stats", err)
+		}
+		ps.Queued = max(ps.InFlight-ps.Running, 0)
+		ps.OldestQueuedAt = utcPtr(oldest)
+		st.Pools = append(st.Pools, ps)
+	}
+	tenants, err := b.ListTenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.Tenants = tenants
+	return st, nil
 }

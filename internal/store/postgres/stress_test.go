@@ -132,19 +132,19 @@ func TestNodesRaceOnSharedQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	checks := map[string]string{
-		"pool in_flight vs non-terminal tasks": `SELECT count(*) FROM pools p WHERE in_flight <>
-			(SELECT count(*) FROM tasks t WHERE t.pool = p.name AND state IN ('queued', 'running'))`,
-		"tenant in_flight vs non-terminal tasks": `SELECT count(*) FROM tenants n WHERE in_flight <>
-			(SELECT count(*) FROM tasks t WHERE t.tenant = n.id AND state IN ('queued', 'running'))`,
+		"pool in-flight counters vs live tasks": `SELECT count(*) FROM (SELECT key, sum(n) AS n FROM counters WHERE scope = 'pool' GROUP BY key) c
+			WHERE c.n <> (SELECT count(*) FROM task_queue q WHERE q.pool = c.key)`,
+		"tenant in-flight counters vs live tasks": `SELECT count(*) FROM (SELECT key, sum(n) AS n FROM counters WHERE scope = 'tenant' GROUP BY key) c
+			WHERE c.n <> (SELECT count(*) FROM task_queue q WHERE q.tenant = c.key)`,
 		"ready counts vs ready tasks": `SELECT count(*) FROM (
-			SELECT pool, tenant, count(*) AS n FROM tasks WHERE state = 'queued' AND run_after IS NULL GROUP BY pool, tenant) r
+			SELECT pool, tenant, count(*) AS n FROM task_queue WHERE state = 'queued' AND run_after IS NULL GROUP BY pool, tenant) r
 			FULL JOIN (SELECT * FROM tenant_queues WHERE queued > 0) q USING (pool, tenant)
 			WHERE coalesce(r.n, 0) <> coalesce(q.queued, 0)`,
-		"held reservations vs non-terminal tasks": `SELECT count(*) FROM tasks t JOIN reservations r ON r.task_id = t.id
-			WHERE (t.state IN ('queued', 'running')) <> (r.released_at IS NULL)`,
+		"every task live or finished, not both": `SELECT count(*) FROM tasks t WHERE
+			(EXISTS (SELECT 1 FROM task_queue q WHERE q.id = t.id)) = (EXISTS (SELECT 1 FROM task_results r WHERE r.task_id = t.id))`,
 		"terminal events per terminal task": `SELECT count(*) FROM tasks t WHERE
 			(SELECT count(*) FROM task_events e WHERE e.task_id = t.id AND e.to_state IN ('succeeded', 'failed', 'cancelled', 'timed_out'))
-			<> CASE WHEN t.state IN ('queued', 'running') THEN 0 ELSE 1 END`,
+			<> (SELECT count(*) FROM task_results r WHERE r.task_id = t.id)`,
 	}
 	for name, q := range checks {
 		var bad int

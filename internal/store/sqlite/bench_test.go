@@ -11,6 +11,7 @@ import (
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 )
 
@@ -30,7 +31,7 @@ func admitItems(n int, tenant string, prefix string) []*store.AdmitItem {
 
 // openDurable opens a store with the production default (synchronous=full:
 // every commit is fsync'd).
-func openDurable(b *testing.B) *sqlite.Store {
+func openDurable(b *testing.B) *engine.Store {
 	b.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "docket.db"), sqlite.Options{})
 	if err != nil {

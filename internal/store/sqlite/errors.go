@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -44,6 +46,15 @@ func interpretError(op string, err error) error {
 			sqlite3.SQLITE_INTERRUPT:
 			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
 		}
+		// The map's text is a fixed description ending in the code's name,
+		// e.g. "… (SQLITE_CONSTRAINT)": keep the name.
+		name := "SQLITE " + strconv.Itoa(se.Code())
+		if desc := sqlite.ErrorCodeString[se.Code()&0xff]; strings.HasSuffix(desc, ")") {
+			if i := strings.LastIndexByte(desc, '('); i >= 0 {
+				name = desc[i+1:len(desc)-1] + " " + strconv.Itoa(se.Code())
+			}
+		}
+		return &store.DatabaseError{Op: op, Code: name, Err: err}
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return &store.DatabaseError{Op: op, Code: "unknown", Err: err}
 }

@@ -4,53 +4,62 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/docket-dev/docket/internal/store/migration"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// migrate applies, in order, each embedded migration not yet recorded in
-// docket_migrations, one transaction per file.
-func migrate(ctx context.Context, s *Store) error {
-	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS docket_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (datetime('now')))`); err != nil {
-		return interpretError("migrate", err)
-	}
-	entries, err := fs.ReadDir(migrations, "migrations")
+// migrate applies the pending migrations in one write transaction (the
+// write gate and SQLite's lock keep another process from migrating at the
+// same time).
+func migrate(ctx context.Context, s *Backend) error {
+	all, err := migration.Load(migrations, "migrations")
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	for _, e := range entries {
-		version, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migrate: bad migration name %q", e.Name())
+	return s.write(ctx, "migrate", func(tx *wtx) error {
+		var legacy int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+			migration.LegacyTable).Scan(&legacy); err != nil {
+			return err
 		}
-		body, err := migrations.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
+		if legacy > 0 {
+			return migration.ErrLegacySchema
 		}
-		err = s.write(ctx, "migrate", func(tx *wtx) error {
-			var n int
-			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM docket_migrations WHERE version = ?", version).Scan(&n); err != nil {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+migration.Table+` (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (datetime('now')))`); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT version FROM "+migration.Table)
+		if err != nil {
+			return err
+		}
+		var applied []int
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				rows.Close()
 				return err
 			}
-			if n > 0 {
-				return nil
-			}
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-				return fmt.Errorf("migration %s: %w", e.Name(), err)
-			}
-			_, err := tx.ExecContext(ctx, "INSERT INTO docket_migrations (version, name) VALUES (?, ?)", version, e.Name())
+			applied = append(applied, v)
+		}
+		if err := rows.Close(); err != nil {
 			return err
-		})
+		}
+		pending, err := migration.Pending(all, applied)
 		if err != nil {
 			return err
 		}
-	}
-	return nil
+		for _, m := range pending {
+			if _, err := tx.Tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO "+migration.Table+" (version, name) VALUES (?, ?)", m.Version, m.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

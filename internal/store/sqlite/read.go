@@ -10,71 +10,67 @@ import (
 )
 
 // GetTask reads one of the tenant's tasks.
-func (s *Store) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettype.Task, error) {
-	t, err := scanTask(s.r.QueryRowContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE id = ? AND tenant = ?", p.TaskID, p.Tenant))
+func (s *Backend) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettype.Task, error) {
+	t, err := scanTaskExtra(s.r.QueryRowContext(ctx, taskSelect(true)+" WHERE t.id = ? AND t.tenant = ?", p.TaskID, p.Tenant))
 	if err != nil {
 		return nil, interpretError("get_task", err)
 	}
 	return t, nil
 }
 
-// GetTasks reads the tasks among ids that exist.
-func (s *Store) GetTasks(ctx context.Context, ids []string) ([]*dockettype.Task, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	rows, err := s.r.QueryContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE id IN ("+placeholders(len(ids))+")", args...)
-	if err != nil {
-		return nil, interpretError("get_tasks", err)
-	}
-	tasks, err := scanTasks(rows)
-	return tasks, interpretError("get_tasks", err)
-}
-
-// ListTasks pages the tenant's tasks, newest first.
-func (s *Store) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*dockettype.Task, error) {
-	var b strings.Builder
-	b.WriteString("SELECT " + taskCols + " FROM tasks WHERE tenant = ?")
+// ListTasks pages the tenant's tasks, newest first. A state filter reads
+// the live rows (queued, running) or the results (terminal states) through
+// their own tenant index.
+func (s *Backend) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*dockettype.Task, error) {
+	var q strings.Builder
 	args := []any{p.Tenant}
-	if p.State != "" {
-		b.WriteString(" AND state = ?")
-		args = append(args, p.State)
+	idCol := "t.id"
+	switch {
+	case p.State == "":
+		q.WriteString("SELECT " + listCols + ` FROM tasks t LEFT JOIN task_queue q ON q.id = t.id
+			LEFT JOIN task_results r ON r.task_id = t.id WHERE t.tenant = ?`)
+	case p.State.Terminal():
+		idCol = "r.task_id"
+		q.WriteString("SELECT " + listCols + ` FROM task_results r JOIN tasks t ON t.id = r.task_id
+			LEFT JOIN task_queue q ON 0 WHERE r.tenant = ? AND r.state = ?`)
+		args = append(args, string(p.State))
+	default:
+		idCol = "q.id"
+		q.WriteString("SELECT " + listCols + ` FROM task_queue q JOIN tasks t ON t.id = q.id
+			LEFT JOIN task_results r ON 0 WHERE q.tenant = ? AND q.state = ?`)
+		args = append(args, string(p.State))
 	}
 	if p.Pool != "" {
-		b.WriteString(" AND pool = ?")
-		args = append(args, p.Pool)
+		q.WriteString(" AND t.pool = ?")
+		args = append(args, string(p.Pool))
 	}
 	if p.After != "" {
-		b.WriteString(" AND id < ?")
+		q.WriteString(" AND " + idCol + " < ?")
 		args = append(args, p.After)
 	}
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 50
 	}
-	b.WriteString(" ORDER BY id DESC LIMIT ?")
+	q.WriteString(" ORDER BY " + idCol + " DESC LIMIT ?")
 	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, b.String(), args...)
+	rows, err := s.r.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, interpretError("list_tasks", err)
 	}
-	tasks, err := scanTasks(rows)
+	tasks, err := collect(rows, scanTask)
 	return tasks, interpretError("list_tasks", err)
 }
 
 // owned checks that the task belongs to the tenant.
-func (s *Store) owned(ctx context.Context, op string, p *store.GetTaskParams) error {
+func (s *Backend) owned(ctx context.Context, op string, p *store.GetTaskParams) error {
 	var one int
 	err := s.r.QueryRowContext(ctx, "SELECT 1 FROM tasks WHERE id = ? AND tenant = ?", p.TaskID, p.Tenant).Scan(&one)
 	return interpretError(op, err)
 }
 
 // ListEvents returns the task's history, oldest first.
-func (s *Store) ListEvents(ctx context.Context, p *store.GetTaskParams) ([]dockettype.Event, error) {
+func (s *Backend) ListEvents(ctx context.Context, p *store.GetTaskParams) ([]dockettype.Event, error) {
 	if err := s.owned(ctx, "list_events", p); err != nil {
 		return nil, err
 	}
@@ -83,22 +79,27 @@ func (s *Store) ListEvents(ctx context.Context, p *store.GetTaskParams) ([]docke
 	if err != nil {
 		return nil, interpretError("list_events", err)
 	}
-	defer rows.Close()
-	out := []dockettype.Event{}
-	for rows.Next() {
-		var e dockettype.Event
-		var at int64
-		if err := rows.Scan(&e.ID, &e.TaskID, &e.From, &e.To, &e.Epoch, &e.Code, &at); err != nil {
-			return nil, interpretError("list_events", err)
-		}
-		e.At = fromMS(at)
-		out = append(out, e)
+	out, err := collect(rows, func(r *sql.Rows) (dockettype.Event, error) {
+		var (
+			e              dockettype.Event
+			from, to, code string
+			at             int64
+		)
+		err := r.Scan(&e.ID, &e.TaskID, &from, &to, &e.Epoch, &code, &at)
+		e.From, e.To, e.Code, e.At = dockettype.State(from), dockettype.State(to), dockettype.Code(code), fromMS(at)
+		return e, err
+	})
+	if err != nil {
+		return nil, interpretError("list_events", err)
 	}
-	return out, interpretError("list_events", rows.Err())
+	if out == nil {
+		out = []dockettype.Event{}
+	}
+	return out, nil
 }
 
 // ListEvidence returns the task's evidence, oldest first.
-func (s *Store) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]dockettype.Evidence, error) {
+func (s *Backend) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]dockettype.Evidence, error) {
 	if err := s.owned(ctx, "list_evidence", p); err != nil {
 		return nil, err
 	}
@@ -107,109 +108,83 @@ func (s *Store) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]doc
 	if err != nil {
 		return nil, interpretError("list_evidence", err)
 	}
-	defer rows.Close()
-	out := []dockettype.Evidence{}
-	for rows.Next() {
-		var e dockettype.Evidence
-		var at int64
-		var body []byte
-		if err := rows.Scan(&e.ID, &e.TaskID, &e.Attempt, &e.Epoch, &e.Kind, &body, &at); err != nil {
-			return nil, interpretError("list_evidence", err)
+	out, err := collect(rows, func(r *sql.Rows) (dockettype.Evidence, error) {
+		var (
+			e       dockettype.Evidence
+			created int64
+		)
+		err := r.Scan(&e.ID, &e.TaskID, &e.Attempt, &e.Epoch, &e.Kind, &e.Body, &created)
+		e.CreatedAt = fromMS(created)
+		return e, err
+	})
+	if err != nil {
+		return nil, interpretError("list_evidence", err)
+	}
+	if out == nil {
+		out = []dockettype.Evidence{}
+	}
+	return out, nil
+}
+
+// FindExpiredLeases scans the lease index on a read connection.
+func (s *Backend) FindExpiredLeases(ctx context.Context, p *store.FindExpiredLeasesParams) ([]store.ExpiredLease, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_epoch, tenant, pool, attempt, max_attempts FROM task_queue
+		WHERE state = 'running' AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?`, ms(p.Now), p.Limit)
+	if err != nil {
+		return nil, interpretError("find_expired_leases", err)
+	}
+	out, err := collect(rows, func(r *sql.Rows) (store.ExpiredLease, error) {
+		var e store.ExpiredLease
+		var pool string
+		err := r.Scan(&e.TaskID, &e.Epoch, &e.Tenant, &pool, &e.Attempt, &e.MaxAttempts)
+		e.Pool = dockettype.Pool(pool)
+		return e, err
+	})
+	return out, interpretError("find_expired_leases", err)
+}
+
+// FindOverdue scans the deadline index on a read connection.
+func (s *Backend) FindOverdue(ctx context.Context, p *store.FindOverdueParams) ([]store.OverdueTask, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_epoch, tenant, pool, state FROM task_queue
+		WHERE deadline_at <= ? ORDER BY deadline_at LIMIT ?`, ms(p.Now), p.Limit)
+	if err != nil {
+		return nil, interpretError("find_overdue", err)
+	}
+	out, err := collect(rows, func(r *sql.Rows) (store.OverdueTask, error) {
+		var o store.OverdueTask
+		var pool, state string
+		err := r.Scan(&o.TaskID, &o.Epoch, &o.Tenant, &pool, &state)
+		o.Pool, o.State = dockettype.Pool(pool), dockettype.State(state)
+		return o, err
+	})
+	return out, interpretError("find_overdue", err)
+}
+
+// Stats reads the counters, the running tasks (bounded by the workers) and,
+// per pool, the oldest first-in-line task of each tenant with ready work.
+func (s *Backend) Stats(ctx context.Context) (*store.Stats, error) {
+	st := &store.Stats{}
+	for _, pool := range dockettype.Pools {
+		ps := store.PoolStats{Pool: pool}
+		var oldest sql.NullInt64
+		err := s.r.QueryRowContext(ctx, `SELECT
+				(SELECT coalesce(sum(n), 0) FROM counters WHERE scope = 'pool' AND key = ?1),
+				(SELECT count(*) FROM task_queue WHERE state = 'running' AND pool = ?1),
+				(SELECT min((SELECT created_at FROM task_queue q
+					WHERE q.pool = tq.pool AND q.tenant = tq.tenant AND q.state = 'queued' AND q.run_after IS NULL
+					ORDER BY priority DESC, id LIMIT 1))
+				FROM tenant_queues tq WHERE tq.pool = ?1 AND tq.queued > 0)`, string(pool)).Scan(&ps.InFlight, &ps.Running, &oldest)
+		if err != nil {
+			return nil, interpretError("stats", err)
 		}
-		e.Body = append([]byte(nil), body...)
-		e.CreatedAt = fromMS(at)
-		out = append(out, e)
+		ps.Queued = max(ps.InFlight-ps.Running, 0)
+		ps.OldestQueuedAt = fromNullMS(oldest)
+		st.Pools = append(st.Pools, ps)
 	}
-	return out, interpretError("list_evidence", rows.Err())
-}
-
-// GetInput returns the task's immutable input.
-func (s *Store) GetInput(ctx context.Context, p *store.GetTaskParams) ([]byte, error) {
-	var input []byte
-	err := s.r.QueryRowContext(ctx, `SELECT i.input FROM task_inputs i JOIN tasks t ON t.id = i.task_id
-		WHERE t.id = ? AND t.tenant = ?`, p.TaskID, p.Tenant).Scan(&input)
+	tenants, err := s.ListTenants(ctx)
 	if err != nil {
-		return nil, interpretError("get_input", err)
+		return nil, err
 	}
-	return input, nil
-}
-
-// GetIdempotencyBinding reads one binding.
-func (s *Store) GetIdempotencyBinding(ctx context.Context, tenant, key string) (*store.IdempotencyBinding, error) {
-	b := &store.IdempotencyBinding{Tenant: tenant, Key: key}
-	var at int64
-	err := s.r.QueryRowContext(ctx, "SELECT request_hash, task_id, created_at FROM idempotency_keys WHERE tenant = ? AND key = ?",
-		tenant, key).Scan(&b.RequestHash, &b.TaskID, &at)
-	if err != nil {
-		return nil, interpretError("get_idempotency_binding", err)
-	}
-	b.CreatedAt = fromMS(at)
-	return b, nil
-}
-
-// GetReservation reads a task's reservation.
-func (s *Store) GetReservation(ctx context.Context, taskID string) (*store.Reservation, error) {
-	r := &store.Reservation{TaskID: taskID}
-	var at int64
-	var released sql.NullInt64
-	err := s.r.QueryRowContext(ctx, "SELECT tenant, pool, created_at, released_at FROM reservations WHERE task_id = ?",
-		taskID).Scan(&r.Tenant, &r.Pool, &at, &released)
-	if err != nil {
-		return nil, interpretError("get_reservation", err)
-	}
-	r.CreatedAt = fromMS(at)
-	r.ReleasedAt = fromNullMS(released)
-	return r, nil
-}
-
-// GetUsage reads the reservation counters.
-func (s *Store) GetUsage(ctx context.Context) (*store.Usage, error) {
-	u := &store.Usage{Pools: map[dockettype.Pool]int{}, Tenants: map[string]int{}}
-	rows, err := s.r.QueryContext(ctx, "SELECT name, in_flight FROM pools")
-	if err != nil {
-		return nil, interpretError("get_usage", err)
-	}
-	for rows.Next() {
-		var p dockettype.Pool
-		var n int
-		if err := rows.Scan(&p, &n); err != nil {
-			rows.Close()
-			return nil, interpretError("get_usage", err)
-		}
-		u.Pools[p] = n
-	}
-	rows.Close()
-	rows, err = s.r.QueryContext(ctx, "SELECT id, in_flight FROM tenants WHERE in_flight > 0")
-	if err != nil {
-		return nil, interpretError("get_usage", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var t string
-		var n int
-		if err := rows.Scan(&t, &n); err != nil {
-			return nil, interpretError("get_usage", err)
-		}
-		u.Tenants[t] = n
-	}
-	return u, interpretError("get_usage", rows.Err())
-}
-
-// CountByState counts tasks per pool and state. It scans the table: for the
-// dashboard and occasional reads, not for a hot path.
-func (s *Store) CountByState(ctx context.Context) ([]store.StateCount, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT pool, state, count(*) FROM tasks GROUP BY pool, state ORDER BY pool, state")
-	if err != nil {
-		return nil, interpretError("count_by_state", err)
-	}
-	defer rows.Close()
-	var out []store.StateCount
-	for rows.Next() {
-		var c store.StateCount
-		if err := rows.Scan(&c.Pool, &c.State, &c.Count); err != nil {
-			return nil, interpretError("count_by_state", err)
-		}
-		out = append(out, c)
-	}
-	return out, interpretError("count_by_state", rows.Err())
+	st.Tenants = tenants
+	return st, nil
 }

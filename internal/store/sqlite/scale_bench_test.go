@@ -8,20 +8,51 @@ import (
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
-	"github.com/docket-dev/docket/internal/store/sqlite"
 )
 
 const benchTenants = 10
 
-// seedQueued spreads n ready tasks over benchTenants tenants.
-func seedQueued(b *testing.B, s *sqlite.Store, n int) {
+// seed puts n tasks of tenant into the store through its own operations,
+// in large batches: "queued" leaves them ready, "running" claims them at
+// claimAt (their leases expire a minute later), "succeeded" claims and
+// finishes them. The store must hold no other ready task.
+func seed(b *testing.B, s store.Store, tenant, state string, n int, deadline, claimAt time.Time) {
 	b.Helper()
-	for i := 0; i < benchTenants; i++ {
-		err := sqlite.SeedTasks(context.Background(), s, fmt.Sprint("tenant-", i), "online", "queued", n/benchTenants,
-			benchNow, time.Time{}, benchNow.Add(24*time.Hour))
-		if err != nil {
+	ctx := context.Background()
+	const batch = 5000
+	for done := 0; done < n; done += batch {
+		items := admitItems(min(batch, n-done), tenant, fmt.Sprint(tenant, "-", done, "-"))
+		for _, it := range items {
+			it.DeadlineAt = deadline
+		}
+		if _, err := s.Admit(ctx, &store.AdmitParams{Now: benchNow, Items: items}); err != nil {
 			b.Fatal(err)
 		}
+		if state == "queued" {
+			continue
+		}
+		claimed, err := s.Claim(ctx, &store.ClaimParams{Now: claimAt, Pool: dockettype.PoolOnline, Owner: "seed", Limit: len(items), LeaseTTL: time.Minute})
+		if err != nil || len(claimed) != len(items) {
+			b.Fatalf("seed claim: %v (%d of %d)", err, len(claimed), len(items))
+		}
+		if state == "running" {
+			continue
+		}
+		fin := make([]store.FinishItem, len(claimed))
+		for i, c := range claimed {
+			fin[i] = store.FinishItem{Lease: c.Lease(), Kind: store.FinishSucceed, Result: []byte("{}")}
+		}
+		if _, err := s.Finish(ctx, &store.FinishParams{Now: claimAt, Items: fin}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// seedQueued spreads n ready tasks over benchTenants tenants.
+func seedQueued(b *testing.B, s store.Store, n int) {
+	b.Helper()
+	for i := 0; i < benchTenants; i++ {
+		seed(b, s, fmt.Sprint("tenant-", i), "queued", n/benchTenants, benchNow.Add(24*time.Hour), benchNow)
 	}
 }
 
@@ -57,12 +88,8 @@ func BenchmarkRecoveryScale(b *testing.B) {
 			defer s.Close()
 			ctx := context.Background()
 			expired := 500 * (b.N + 1)
-			if err := sqlite.SeedTasks(ctx, s, "done", "online", "succeeded", rows, benchNow, time.Time{}, benchNow.Add(time.Hour)); err != nil {
-				b.Fatal(err)
-			}
-			if err := sqlite.SeedTasks(ctx, s, "dead", "online", "running", expired, benchNow, benchNow.Add(-time.Minute), benchNow.Add(time.Hour)); err != nil {
-				b.Fatal(err)
-			}
+			seed(b, s, "done", "succeeded", rows, benchNow.Add(time.Hour), benchNow)
+			seed(b, s, "dead", "running", expired, benchNow.Add(time.Hour), benchNow.Add(-2*time.Minute))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				found, err := s.FindExpiredLeases(ctx, &store.FindExpiredLeasesParams{Now: benchNow, Limit: 500})
@@ -86,12 +113,8 @@ func BenchmarkDeadlineScale(b *testing.B) {
 			defer s.Close()
 			ctx := context.Background()
 			overdue := 500 * (b.N + 1)
-			if err := sqlite.SeedTasks(ctx, s, "done", "online", "succeeded", rows, benchNow, time.Time{}, benchNow.Add(-time.Hour)); err != nil {
-				b.Fatal(err)
-			}
-			if err := sqlite.SeedTasks(ctx, s, "late", "online", "queued", overdue, benchNow, time.Time{}, benchNow.Add(-time.Minute)); err != nil {
-				b.Fatal(err)
-			}
+			seed(b, s, "done", "succeeded", rows, benchNow.Add(time.Hour), benchNow)
+			seed(b, s, "late", "queued", overdue, benchNow.Add(-time.Minute), benchNow)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				found, err := s.FindOverdue(ctx, &store.FindOverdueParams{Now: benchNow, Limit: 500})

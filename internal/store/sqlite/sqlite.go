@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
 )
 
 // Options tunes the embedded store. The zero value is the durable default.
@@ -26,8 +28,18 @@ type Options struct {
 	BusyTimeoutMS int
 }
 
-// Store implements store.Store on SQLite.
-type Store struct {
+// Open opens (creating if needed) the database at path, applies pending
+// migrations and returns the store.
+func Open(ctx context.Context, path string, opts Options) (*engine.Store, error) {
+	b, err := OpenBackend(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(b), nil
+}
+
+// Backend is the SQLite engine.Backend.
+type Backend struct {
 	path  string
 	opts  Options
 	w     *sql.DB    // the writer pool (shared by forks); see stmtCache
@@ -39,11 +51,10 @@ type Store struct {
 	once  sync.Once
 }
 
-var _ store.Store = (*Store)(nil)
+var _ engine.Backend = (*Backend)(nil)
 
-// Open opens (creating if needed) the database at path and applies pending
-// migrations.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+// OpenBackend opens and migrates the database; Open wraps it in the engine.
+func OpenBackend(ctx context.Context, path string, opts Options) (*Backend, error) {
 	if opts.Synchronous == "" {
 		opts.Synchronous = "full"
 	}
@@ -64,7 +75,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetMaxIdleConns(2)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{path: path, opts: opts, w: w, stmts: newStmtCache(w), gate: newWriteGate(), own: true}
+	s := &Backend{path: path, opts: opts, w: w, stmts: newStmtCache(w), gate: newWriteGate(), own: true}
 	if err := migrate(ctx, s); err != nil {
 		w.Close()
 		return nil, err
@@ -113,17 +124,17 @@ func openReader(path string, opts Options, conns int) (*sql.DB, error) {
 // Fork returns a handle with its own read pool of opts.MaxConns
 // connections, sharing this store's writer; a Background fork's writes yield
 // to foreground ones at the write gate.
-func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
+func (s *Backend) Fork(name string, opts store.ForkOptions) (engine.Backend, error) {
 	r, err := openReader(s.path, s.opts, max(opts.MaxConns, 1))
 	if err != nil {
 		return nil, err
 	}
-	return &Store{path: s.path, opts: s.opts, w: s.w, stmts: s.stmts, gate: s.gate, bg: opts.Background, r: r}, nil
+	return &Backend{path: s.path, opts: s.opts, w: s.w, stmts: s.stmts, gate: s.gate, bg: opts.Background, r: r}, nil
 }
 
 // Close closes this handle's read pool and, for the handle Open returned,
 // the writer.
-func (s *Store) Close() error {
+func (s *Backend) Close() error {
 	var err error
 	s.once.Do(func() {
 		if s.r != nil {
@@ -140,16 +151,33 @@ func (s *Store) Close() error {
 }
 
 // Ping checks that the database file can be read.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Backend) Ping(ctx context.Context) error {
 	var one int
-	if err := s.r.QueryRowContext(ctx, "SELECT 1 FROM pools LIMIT 1").Scan(&one); err != nil {
+	if err := s.r.QueryRowContext(ctx, "SELECT 1 FROM counters LIMIT 1").Scan(&one); err != nil {
 		return interpretError("ping", err)
 	}
 	return nil
 }
 
+// DatabaseTime is this process's clock: the database is in the process.
+func (s *Backend) DatabaseTime(ctx context.Context) (time.Time, error) {
+	if err := s.Ping(ctx); err != nil {
+		return time.Time{}, err
+	}
+	var now int64
+	if err := s.r.QueryRowContext(ctx, "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)").Scan(&now); err != nil {
+		return time.Time{}, interpretError("database_time", err)
+	}
+	return fromMS(now), nil
+}
+
+// Write runs fn in an immediate write transaction behind the write gate.
+func (s *Backend) Write(ctx context.Context, op string, fn func(tx engine.Tx) error) error {
+	return s.write(ctx, op, func(tx *wtx) error { return fn(&txn{ctx: ctx, tx: tx}) })
+}
+
 // write runs fn in an immediate write transaction behind the write gate.
-func (s *Store) write(ctx context.Context, op string, fn func(tx *wtx) error) error {
+func (s *Backend) write(ctx context.Context, op string, fn func(tx *wtx) error) error {
 	if err := s.gate.acquire(ctx, s.bg); err != nil {
 		return interpretError(op, err)
 	}

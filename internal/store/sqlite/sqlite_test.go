@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 	"github.com/docket-dev/docket/internal/store/storetest"
 )
 
-func open(t testing.TB) *sqlite.Store {
+func open(t testing.TB) *engine.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "docket.db"), sqlite.Options{Synchronous: "normal"})
 	if err != nil {

@@ -166,7 +166,4 @@ func wantHistory(t *testing.T, s store.Store, id string) {
 		t.Errorf("task %s (%s epoch %d): %d terminal events, last %s→%s epoch %d; want exactly one, the last, to %s epoch %d",
 			id, task.State, task.LeaseEpoch, terminal, last.From, last.To, last.Epoch, task.State, task.LeaseEpoch)
 	}
-	if r := getReservation(t, s, id); r.ReleasedAt == nil {
-		t.Errorf("task %s is %s but its reservation is held", id, task.State)
-	}
 }

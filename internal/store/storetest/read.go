@@ -22,7 +22,6 @@ func (su suite) testRead(t *testing.T) {
 			{"GetTask", func(p *store.GetTaskParams) error { _, err := s.GetTask(t.Context(), p); return err }},
 			{"ListEvents", func(p *store.GetTaskParams) error { _, err := s.ListEvents(t.Context(), p); return err }},
 			{"ListEvidence", func(p *store.GetTaskParams) error { _, err := s.ListEvidence(t.Context(), p); return err }},
-			{"GetInput", func(p *store.GetTaskParams) error { _, err := s.GetInput(t.Context(), p); return err }},
 		}
 		for _, r := range reads {
 			t.Run(r.name, func(t *testing.T) {
@@ -106,25 +105,7 @@ func (su suite) testRead(t *testing.T) {
 		}
 	})
 
-	su.run(t, "GetTasks", func(t *testing.T, s store.Store) {
-		a := admitOne(t, s, at(0), newItem(tenantA))
-		b := admitOne(t, s, at(0), newItem(tenantB))
-		admitOne(t, s, at(0), newItem(tenantA))
-		got, err := s.GetTasks(t.Context(), []string{a.ID, newID(), b.ID})
-		if err != nil {
-			t.Fatalf("GetTasks: %v", err)
-		}
-		if want := []string{a.ID, b.ID}; !sameSet(taskIDs(got), want) {
-			t.Errorf("GetTasks = %v, want the existing %v", taskIDs(got), want)
-		}
-		for _, task := range got {
-			if task.State != dockettype.StateQueued || (task.ID == b.ID && task.Tenant != tenantB) {
-				t.Errorf("GetTasks task %s: state %s tenant %s, want queued of its own tenant", task.ID, task.State, task.Tenant)
-			}
-		}
-	})
-
-	su.run(t, "CountByState", func(t *testing.T, s store.Store) {
+	su.run(t, "Stats", func(t *testing.T, s store.Store) {
 		admitN(t, s, at(0), tenantA, 3, nil)
 		admitN(t, s, at(0), tenantB, 2, func(it *store.AdmitItem) { it.Pool = dockettype.PoolOffline })
 		claimOne(t, s, at(time.Second))
@@ -133,34 +114,26 @@ func (su suite) testRead(t *testing.T) {
 			t.Fatalf("claimed %d offline tasks, want 1", len(off))
 		}
 		finishOne(t, s, at(2*time.Second), succeed(off[0].Lease()), true)
+		setLimits(t, s, tenantB, 7, 3)
 
-		counts, err := s.CountByState(t.Context())
-		if err != nil {
-			t.Fatalf("CountByState: %v", err)
+		pools, tenants := stats(t, s)
+		want := map[dockettype.Pool]store.PoolStats{
+			dockettype.PoolOnline:  {Pool: dockettype.PoolOnline, InFlight: 3, Queued: 2, Running: 1},
+			dockettype.PoolOffline: {Pool: dockettype.PoolOffline, InFlight: 1, Queued: 1, Running: 0},
 		}
-		type key struct {
-			pool  dockettype.Pool
-			state dockettype.State
-		}
-		got := map[key]int64{}
-		for _, c := range counts {
-			if c.Count != 0 {
-				got[key{c.Pool, c.State}] += c.Count
+		for pool, w := range want {
+			got := pools[pool]
+			if got.InFlight != w.InFlight || got.Queued != w.Queued || got.Running != w.Running {
+				t.Errorf("stats of %s = in flight %d, queued %d, running %d; want %d, %d, %d",
+					pool, got.InFlight, got.Queued, got.Running, w.InFlight, w.Queued, w.Running)
+			}
+			if w.Queued > 0 {
+				wantTimePtr(t, "oldest queued of "+string(pool), got.OldestQueuedAt, at(0))
 			}
 		}
-		want := map[key]int64{
-			{dockettype.PoolOnline, dockettype.StateQueued}:     2,
-			{dockettype.PoolOnline, dockettype.StateRunning}:    1,
-			{dockettype.PoolOffline, dockettype.StateQueued}:    1,
-			{dockettype.PoolOffline, dockettype.StateSucceeded}: 1,
-		}
-		if len(got) != len(want) {
-			t.Errorf("CountByState = %v, want %v", got, want)
-		}
-		for k, w := range want {
-			if got[k] != w {
-				t.Errorf("count of %s/%s = %d, want %d", k.pool, k.state, got[k], w)
-			}
+		if a, b := tenants[tenantA], tenants[tenantB]; a == nil || b == nil ||
+			a.InFlight != 3 || b.InFlight != 1 || b.MaxInFlight != 7 || b.Weight != 3 {
+			t.Errorf("tenant stats = %+v, %+v; want A with 3 in flight, B with 1, limit 7, weight 3", a, b)
 		}
 	})
 }

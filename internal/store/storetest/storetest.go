@@ -330,15 +330,6 @@ func listTasks(t *testing.T, s store.Store, p *store.ListTasksParams) []*dockett
 	return tasks
 }
 
-func getReservation(t *testing.T, s store.Store, id string) *store.Reservation {
-	t.Helper()
-	r, err := s.GetReservation(t.Context(), id)
-	if err != nil {
-		t.Fatalf("GetReservation %s: %v", id, err)
-	}
-	return r
-}
-
 func getTenant(t *testing.T, s store.Store, id string) *store.Tenant {
 	t.Helper()
 	ten, err := s.GetTenant(t.Context(), id)
@@ -350,43 +341,87 @@ func getTenant(t *testing.T, s store.Store, id string) *store.Tenant {
 
 func setLimits(t *testing.T, s store.Store, tenant string, maxInFlight, weight int) {
 	t.Helper()
-	err := s.SetTenantLimits(t.Context(), &store.SetTenantLimitsParams{Now: base, Tenant: tenant, MaxInFlight: maxInFlight, Weight: weight})
+	_, err := s.UpdateTenant(t.Context(), &store.UpdateTenantParams{Now: base, Tenant: tenant, MaxInFlight: &maxInFlight, Weight: &weight})
 	if err != nil {
-		t.Fatalf("SetTenantLimits %s: %v", tenant, err)
+		t.Fatalf("UpdateTenant %s: %v", tenant, err)
 	}
 }
 
-// wantUsage checks the reservation counters of one pool and one tenant.
+// stats reads Stats and indexes it by pool and tenant.
+func stats(t *testing.T, s store.Store) (map[dockettype.Pool]store.PoolStats, map[string]*store.Tenant) {
+	t.Helper()
+	st, err := s.Stats(t.Context())
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	pools := map[dockettype.Pool]store.PoolStats{}
+	for _, p := range st.Pools {
+		pools[p.Pool] = p
+	}
+	tenants := map[string]*store.Tenant{}
+	for _, ten := range st.Tenants {
+		tenants[ten.ID] = ten
+	}
+	return pools, tenants
+}
+
+// wantUsage checks the in-flight counts (the reservations held) of one
+// pool and one tenant.
 func wantUsage(t *testing.T, s store.Store, pool dockettype.Pool, wantPool int, tenant string, wantTenant int) {
 	t.Helper()
-	u, err := s.GetUsage(t.Context())
-	if err != nil {
-		t.Fatalf("GetUsage: %v", err)
+	pools, tenants := stats(t, s)
+	if got := pools[pool].InFlight; got != wantPool {
+		t.Errorf("in flight in pool %s = %d, want %d", pool, got, wantPool)
 	}
-	if got := u.Pools[pool]; got != wantPool {
-		t.Errorf("usage of pool %s = %d, want %d", pool, got, wantPool)
+	got := 0
+	if ten := tenants[tenant]; ten != nil {
+		got = ten.InFlight
 	}
-	if got := u.Tenants[tenant]; got != wantTenant {
-		t.Errorf("usage of tenant %s = %d, want %d", tenant, got, wantTenant)
+	if got != wantTenant {
+		t.Errorf("in flight of tenant %s = %d, want %d", tenant, got, wantTenant)
 	}
 }
 
-// wantReleased checks that the task's reservation was released at when.
+// wantReleased checks that the task ended (so no longer holds its
+// reservation) at when. That the counts went down by exactly one is
+// checked by the callers' wantUsage.
 func wantReleased(t *testing.T, s store.Store, id string, when time.Time) {
 	t.Helper()
-	r := getReservation(t, s, id)
-	if r.ReleasedAt == nil {
-		t.Errorf("reservation of %s: ReleasedAt nil, want %v", id, when)
+	task := getTask(t, s, tenantA, id)
+	if !task.State.Terminal() {
+		t.Errorf("task %s is %s, want terminal (reservation released)", id, task.State)
 		return
 	}
-	wantTime(t, "reservation ReleasedAt", *r.ReleasedAt, when)
+	wantTimePtr(t, "task FinishedAt", task.FinishedAt, when)
 }
 
+// wantHeld checks that the task is live (so holds its reservation).
 func wantHeld(t *testing.T, s store.Store, id string) {
 	t.Helper()
-	if r := getReservation(t, s, id); r.ReleasedAt != nil {
-		t.Errorf("reservation of %s released at %v, want held", id, *r.ReleasedAt)
+	if task := getTask(t, s, tenantA, id); task.State.Terminal() {
+		t.Errorf("task %s is %s, want live (reservation held)", id, task.State)
 	}
+}
+
+// wantBound checks how the store answers a second admission of it's key:
+// a replay of task id when bound, an admission when the key is free. It
+// admits a copy of it (with a fresh task ID) at now.
+func wantBound(t *testing.T, s store.Store, now time.Time, it *store.AdmitItem, id string) {
+	t.Helper()
+	res := admit(t, s, now, retry(it))[0]
+	if res.Outcome != store.Replayed || res.Task == nil || res.Task.ID != id {
+		t.Fatalf("re-admitting key %s: outcome %v, want a replay of %s", it.IdempotencyKey, res.Outcome, id)
+	}
+}
+
+// wantUnbound checks that the key of it is free: a retry is admitted.
+func wantUnbound(t *testing.T, s store.Store, now time.Time, it *store.AdmitItem) *dockettype.Task {
+	t.Helper()
+	res := admit(t, s, now, retry(it))[0]
+	if res.Outcome != store.Admitted {
+		t.Fatalf("re-admitting key %s: outcome %v, want admitted (the key was not bound)", it.IdempotencyKey, res.Outcome)
+	}
+	return res.Task
 }
 
 // lastEvent checks the newest event of a task.

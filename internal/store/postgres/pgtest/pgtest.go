@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/docket-dev/docket/internal/store/engine"
 	"github.com/docket-dev/docket/internal/store/postgres"
 )
 
@@ -53,7 +54,7 @@ func Schema(t testing.TB, url string) string {
 }
 
 // Open opens a store in schema (see Schema), closed when t ends.
-func Open(t testing.TB, url, schema string) *postgres.Store {
+func Open(t testing.TB, url, schema string) *engine.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), url, postgres.Options{Schema: schema})
 	if err != nil {

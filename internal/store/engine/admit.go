@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// Admit runs a batch of admissions in one transaction; see store.Admitter.
+//
+// Existing bindings answer replays and conflicts first. The rest are
+// checked in order against the counts read under the gate locks of their
+// pools and tenants: capacity, then the tenant's limit. Admitted items bind
+// their key; an item whose key another transaction bound meanwhile (it
+// committed while this one waited on the key) is answered from that binding
+// instead. Then the tasks, their history and the counters are written.
+func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) ([]store.AdmitResult, error) {
+	for _, it := range p.Items {
+		switch {
+		case it.TaskID == "", it.Tenant == "", it.IdempotencyKey == "":
+			return nil, invalid("admit", "task ID, tenant and idempotency key are required")
+		case !it.Pool.Valid():
+			return nil, invalid("admit", "unknown pool")
+		case it.MaxAttempts < 1:
+			return nil, invalid("admit", "max attempts below 1")
+		}
+	}
+	if len(p.Items) == 0 {
+		return []store.AdmitResult{}, nil
+	}
+	var out []store.AdmitResult
+	err := s.b.Write(ctx, "admit", func(tx Tx) error {
+		var err error
+		out, err = admit(tx, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func admit(tx Tx, p *store.AdmitParams) ([]store.AdmitResult, error) {
+	items := p.Items
+	out := make([]store.AdmitResult, len(items))
+	keyOf := func(it *store.AdmitItem) TenantKey { return TenantKey{it.Tenant, it.IdempotencyKey} }
+	names := make([]string, len(items)) // the task each answer names, if any
+
+	keys := make([]TenantKey, 0, len(items))
+	for _, it := range items {
+		keys = append(keys, keyOf(it))
+	}
+	bound, err := tx.Bindings(keys)
+	if err != nil {
+		return nil, err
+	}
+
+	// The candidates: items whose key is not bound yet.
+	var pools []dockettype.Pool
+	var tenants []string
+	for _, it := range items {
+		if _, ok := bound[keyOf(it)]; !ok {
+			pools = append(pools, it.Pool)
+			tenants = append(tenants, it.Tenant)
+		}
+	}
+	pools, tenants = sortedUnique(pools), sortedUnique(tenants)
+	var gates *Gates
+	if len(pools) > 0 {
+		if err := tx.EnsureTenants(tenants, p.NewTenantLimit, p.Now); err != nil {
+			return nil, err
+		}
+		if gates, err = tx.LockGates(pools, tenants); err != nil {
+			return nil, err
+		}
+	}
+
+	// Decide in order. A key seen earlier in the batch answers later items
+	// like a binding would.
+	byKey := map[TenantKey]int{} // key → index of the item that admitted it
+	var admitted []int
+	for i, it := range items {
+		k := keyOf(it)
+		if b, ok := bound[k]; ok {
+			out[i], names[i] = answerFromBinding(b, it)
+			continue
+		}
+		if j, ok := byKey[k]; ok {
+			out[i], names[i] = answerFromBinding(Binding{RequestHash: items[j].RequestHash, TaskID: items[j].TaskID}, it)
+			continue
+		}
+		capacity := it.PoolCapacity
+		if capacity > 0 && gates.Pools[it.Pool] >= int64(capacity) {
+			out[i] = store.AdmitResult{Outcome: store.QueueFull}
+			continue
+		}
+		tg := gates.Tenants[it.Tenant]
+		if tg.MaxInFlight > 0 && tg.InFlight >= int64(tg.MaxInFlight) {
+			out[i] = store.AdmitResult{Outcome: store.TenantQuotaExceeded}
+			continue
+		}
+		gates.Pools[it.Pool]++
+		tg.InFlight++
+		gates.Tenants[it.Tenant] = tg
+		byKey[k] = i
+		admitted = append(admitted, i)
+		out[i], names[i] = store.AdmitResult{Outcome: store.Admitted}, it.TaskID
+	}
+
+	// Bind the admitted keys. A key another transaction bound first is
+	// answered from its binding (its capacity is simply not taken).
+	if len(admitted) > 0 {
+		rows := make([]Binding, len(admitted))
+		for n, i := range admitted {
+			it := items[i]
+			rows[n] = Binding{TenantKey: keyOf(it), RequestHash: it.RequestHash, TaskID: it.TaskID}
+		}
+		inserted, err := tx.InsertBindings(rows, p.Now)
+		if err != nil {
+			return nil, err
+		}
+		if len(inserted) < len(rows) {
+			var lost []TenantKey
+			for _, r := range rows {
+				if !inserted[r.TenantKey] {
+					lost = append(lost, r.TenantKey)
+				}
+			}
+			winners, err := tx.Bindings(lost)
+			if err != nil {
+				return nil, err
+			}
+			kept := admitted[:0]
+			for _, i := range admitted {
+				k := keyOf(items[i])
+				if inserted[k] {
+					kept = append(kept, i)
+					continue
+				}
+				b, ok := winners[k]
+				if !ok {
+					return nil, errBindingVanished
+				}
+				// This item, and any later item of the batch with the
+				// same key, answer from the winner's binding.
+				for j := i; j < len(items); j++ {
+					if keyOf(items[j]) == k {
+						out[j], names[j] = answerFromBinding(b, items[j])
+					}
+				}
+			}
+			admitted = kept
+		}
+	}
+
+	c := newChanges()
+	if len(admitted) > 0 {
+		newTasks := make([]*store.AdmitItem, len(admitted))
+		inFlight := map[counterKey]int64{}
+		for n, i := range admitted {
+			it := items[i]
+			newTasks[n] = it
+			inFlight[counterKey{ScopePool, string(it.Pool)}]++
+			inFlight[counterKey{ScopeTenant, it.Tenant}]++
+			c.event(it.TaskID, "", dockettype.StateQueued, 0, "")
+			if !delayed(it, p) {
+				c.ready(it.Pool, it.Tenant, 1)
+			}
+		}
+		if err := tx.InsertTasks(newTasks, p.Now); err != nil {
+			return nil, err
+		}
+		deltas := make([]CounterDelta, 0, len(inFlight))
+		for k, n := range inFlight {
+			deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: n})
+		}
+		slices.SortFunc(deltas, func(a, b CounterDelta) int {
+			return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Key, b.Key))
+		})
+		if err := tx.AddInFlight(deltas, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.flush(tx, p.Now); err != nil {
+		return nil, err
+	}
+
+	// Every answer that names a task reads it back as stored.
+	var ids []string
+	for _, id := range names {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	tasks, err := tx.ReadTasks(ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range names {
+		if id == "" {
+			continue
+		}
+		if out[i].Task = tasks[id]; out[i].Task == nil {
+			return nil, errBindingVanished
+		}
+	}
+	return out, nil
+}
+
+// answerFromBinding answers an item whose key is already bound, and names
+// the bound task when it is a replay.
+func answerFromBinding(b Binding, it *store.AdmitItem) (store.AdmitResult, string) {
+	if b.RequestHash != it.RequestHash {
+		return store.AdmitResult{Outcome: store.IdempotencyConflict}, ""
+	}
+	return store.AdmitResult{Outcome: store.Replayed}, b.TaskID
+}
+
+// delayed reports whether an admitted task waits for its run_at.
+func delayed(it *store.AdmitItem, p *store.AdmitParams) bool {
+	return !it.RunAt.IsZero() && it.RunAt.After(p.Now)
+}
+
+func sortedUnique[T cmp.Ordered](v []T) []T {
+	slices.Sort(v)
+	return slices.Compact(v)
+}

@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/fairshare"
+)
+
+// Backend is what a SQL backend provides: the plain operations it serves on
+// its own, and write transactions made of the steps in Tx.
+type Backend interface {
+	Plain
+
+	// Write runs fn in one write transaction and maps the errors it
+	// returns onto the store's sentinels. A backend may run fn again when
+	// the database aborted the transaction for a conflict, so fn keeps no
+	// state across calls.
+	Write(ctx context.Context, op string, fn func(tx Tx) error) error
+	// Fork returns a backend on the same database with its own connection
+	// budget.
+	Fork(name string, opts store.ForkOptions) (Backend, error)
+	// Close releases the backend's connections.
+	Close() error
+}
+
+// Plain is the part of store.Store that a backend serves with its own
+// statements: reads, scans, admin and rule sets.
+type Plain interface {
+	store.Reader
+	store.Statter
+	store.Admin
+	store.RuleSets
+	FindExpiredLeases(ctx context.Context, params *store.FindExpiredLeasesParams) ([]store.ExpiredLease, error)
+	FindOverdue(ctx context.Context, params *store.FindOverdueParams) ([]store.OverdueTask, error)
+	Ping(ctx context.Context) error
+	DatabaseTime(ctx context.Context) (time.Time, error)
+}
+
+// Tx is one write transaction's steps. Each step is one or a few
+// statements; none decides anything the engine could decide.
+type Tx interface {
+	admitSteps
+	claimSteps
+	transitionSteps
+
+	// AddInFlight adds to the in-flight counters. Admission adds to the
+	// gate slots it holds locked; a release (negative deltas) goes to a
+	// release slot.
+	AddInFlight(deltas []CounterDelta, release bool) error
+	// AddQueued changes ready counts. A tenant whose count goes from zero
+	// to positive joins at the pool's current virtual time (the lowest of
+	// the tenants with ready work; when there is none, the highest of all),
+	// so it neither waits behind a backlog nor replays credit it banked
+	// while idle.
+	AddQueued(deltas []QueueDelta) error
+	// InsertEvents appends to the history, in order.
+	InsertEvents(events []Event, now time.Time) error
+}
+
+type admitSteps interface {
+	// Bindings returns the existing idempotency bindings among keys.
+	Bindings(keys []TenantKey) (map[TenantKey]Binding, error)
+	// EnsureTenants creates the tenants that do not exist, with limit as
+	// their in-flight limit, and their counter rows.
+	EnsureTenants(ids []string, limit int, now time.Time) error
+	// LockGates locks the gate rows of the pools and tenants (each sorted)
+	// and returns their in-flight counts and the tenants' limits.
+	LockGates(pools []dockettype.Pool, tenants []string) (*Gates, error)
+	// InsertBindings inserts bindings, skipping those whose key another
+	// transaction bound first, and returns the keys it inserted.
+	InsertBindings(rows []Binding, now time.Time) (map[TenantKey]bool, error)
+	// InsertTasks inserts the admitted tasks: the immutable record with
+	// its input, and the live row (queued; delayed when RunAt is after
+	// now).
+	InsertTasks(items []*store.AdmitItem, now time.Time) error
+	// ReadTasks returns the tasks among ids, any tenant.
+	ReadTasks(ids []string) (map[string]*dockettype.Task, error)
+}
+
+type claimSteps interface {
+	// PromoteDue makes up to limit delayed tasks of pool whose run_after
+	// has passed ready, and returns the tenant of each.
+	PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]string, error)
+	// ReadyTenants returns up to limit tenants with ready work in pool,
+	// lowest virtual time first.
+	ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant, error)
+	// PickReady returns, per grant, up to Count ready task IDs of the
+	// tenant in dispatch order (priority, then age), locked for this
+	// transaction; rows other transactions hold are skipped.
+	PickReady(pool dockettype.Pool, grants []fairshare.Grant) ([][]string, error)
+	// CountReady counts up to limit ready tasks of a tenant, locked or not.
+	CountReady(pool dockettype.Pool, tenant string, limit int) (int, error)
+	// SetTenantQueues writes tenants' virtual times and ready counts after
+	// a claim.
+	SetTenantQueues(pool dockettype.Pool, rows []TenantQueue) error
+	// Lease moves the picked tasks to running (attempt+1, epoch+1) and
+	// returns them with their input, in any order.
+	Lease(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error)
+}
+
+type transitionSteps interface {
+	// LockLive locks the live rows among ids in ID order, so that two
+	// transactions changing overlapping sets queue instead of deadlocking.
+	LockLive(ids []string) error
+	// End makes each row's task terminal if it is still live in From (any
+	// live state when From is empty) under Epoch: the live row leaves the
+	// queue and the result row is written. It returns the rows it changed.
+	End(rows []End, now time.Time) ([]Moved, error)
+	// Requeue moves each row's task, still running under Epoch, back to
+	// queued. It returns the rows it changed.
+	Requeue(rows []Requeue, now time.Time) ([]Moved, error)
+	// States returns the current state of each existing task among ids.
+	States(ids []string) (map[string]dockettype.State, error)
+	// Renew extends the leases still held to expires and returns them.
+	Renew(leases []store.Lease, expires time.Time) ([]store.Lease, error)
+	// LeaseAttempt share-locks the task if it runs under lease and returns
+	// its attempt; ok is false for a stale lease.
+	LeaseAttempt(lease store.Lease) (attempt int, ok bool, err error)
+	// InsertEvidence records evidence of an attempt.
+	InsertEvidence(lease store.Lease, attempt int, items []store.EvidenceItem, now time.Time) error
+	// LockTask locks a tenant's task for a cancel and reports its live
+	// state and epoch; live is false for a terminal task, and err wraps
+	// store.ErrNotFound when the tenant has no such task.
+	LockTask(tenant, id string) (state dockettype.State, epoch int64, live bool, err error)
+	// FinishedBefore returns up to limit terminal tasks that finished
+	// before the time, oldest first.
+	FinishedBefore(before time.Time, limit int) ([]string, error)
+	// DeleteTasks deletes terminal tasks with their input, result, events,
+	// evidence and idempotency binding.
+	DeleteTasks(ids []string) error
+}
+
+// TenantKey is an idempotency key of a tenant.
+type TenantKey struct {
+	Tenant, Key string
+}
+
+// Binding ties a tenant's idempotency key to the task it admitted.
+type Binding struct {
+	TenantKey
+	RequestHash string
+	TaskID      string
+}
+
+// Gates are the in-flight counts and limits an admission checks.
+type Gates struct {
+	Pools   map[dockettype.Pool]int64
+	Tenants map[string]TenantGate
+}
+
+// TenantGate is a tenant's in-flight count and limit (0: unlimited).
+type TenantGate struct {
+	InFlight    int64
+	MaxInFlight int
+}
+
+// Counter scopes.
+const (
+	ScopePool   = "pool"
+	ScopeTenant = "tenant"
+)
+
+// CounterDelta changes one in-flight counter.
+type CounterDelta struct {
+	Scope, Key string
+	N          int64
+}
+
+// QueueDelta changes a tenant's ready count in a pool.
+type QueueDelta struct {
+	Pool   dockettype.Pool
+	Tenant string
+	N      int
+}
+
+// TenantQueue is a tenant's fair-dispatch row after a claim: its new
+// virtual time, and its ready count (Reset when not negative, then minus
+// Taken).
+type TenantQueue struct {
+	Tenant string
+	VTime  float64
+	Reset  int
+	Taken  int
+}
+
+// Event is one history row.
+type Event struct {
+	TaskID   string
+	From, To dockettype.State
+	Epoch    int64
+	Code     dockettype.Code
+}
+
+// End makes a live task terminal.
+type End struct {
+	TaskID      string
+	Epoch       int64
+	From        dockettype.State // queued or running; empty: either
+	To          dockettype.State // terminal
+	BumpEpoch   bool             // fence out the current lease holder (cancel, timeout, recovery)
+	Code        dockettype.Code
+	Message     string
+	Result      []byte
+	DeadlineDue bool // only if the deadline has passed at now
+	LeaseDue    bool // only if the lease has expired at now
+}
+
+// Requeue moves a running task back to queued.
+type Requeue struct {
+	TaskID    string
+	Epoch     int64
+	BumpEpoch bool      // recovery: fence out the lost worker
+	Uncharge  bool      // the attempt does not count (a lease handed back at shutdown)
+	RunAfter  time.Time // zero: ready now
+	Code      dockettype.Code
+	Message   string
+	LeaseDue  bool // only if the lease has expired at now
+}
+
+// Moved is a task a transition changed.
+type Moved struct {
+	TaskID string
+	Tenant string
+	Pool   dockettype.Pool
+	From   dockettype.State
+	Epoch  int64 // the epoch after the change
+	Ready  bool  // End: it was ready (queued, not delayed); Requeue: it is ready now
+}

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// Store is a store.Store made of a Backend and the engine's state machine.
+type Store struct {
+	Plain // reads, scans, admin and rule sets: the backend's own
+	b     Backend
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns the store that runs the engine on b.
+func New(b Backend) *Store { return &Store{Plain: b, b: b} }
+
+// Fork returns a store on a fork of the backend (its own connection budget).
+func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
+	f, err := s.b.Fork(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return New(f), nil
+}
+
+// Close closes the backend.
+func (s *Store) Close() error { return s.b.Close() }
+
+// changes accumulates what one transaction does to the shared rows (events,
+// in-flight counters, ready counts) so that a batch of N tasks writes them in
+// a handful of statements, in the lock order.
+type changes struct {
+	events   []Event
+	released map[counterKey]int64
+	queued   map[queueKey]int
+}
+
+type counterKey struct{ scope, key string }
+
+type queueKey struct {
+	pool   dockettype.Pool
+	tenant string
+}
+
+func newChanges() *changes {
+	return &changes{released: map[counterKey]int64{}, queued: map[queueKey]int{}}
+}
+
+func (c *changes) event(taskID string, from, to dockettype.State, epoch int64, code dockettype.Code) {
+	c.events = append(c.events, Event{TaskID: taskID, From: from, To: to, Epoch: epoch, Code: code})
+}
+
+// release returns a terminal task's unit of its pool's capacity and of its
+// tenant's limit.
+func (c *changes) release(pool dockettype.Pool, tenant string) {
+	c.released[counterKey{ScopePool, string(pool)}]--
+	c.released[counterKey{ScopeTenant, tenant}]--
+}
+
+func (c *changes) ready(pool dockettype.Pool, tenant string, n int) {
+	c.queued[queueKey{pool, tenant}] += n
+}
+
+// moved records what a transition did to the shared rows: a task that
+// ended releases its reservation, and a ready task that leaves or joins the
+// queue changes its tenant's ready count.
+func (c *changes) ended(m Moved, to dockettype.State, code dockettype.Code) {
+	c.event(m.TaskID, m.From, to, m.Epoch, code)
+	c.release(m.Pool, m.Tenant)
+	if m.Ready {
+		c.ready(m.Pool, m.Tenant, -1)
+	}
+}
+
+func (c *changes) requeued(m Moved, code dockettype.Code) {
+	c.event(m.TaskID, dockettype.StateRunning, dockettype.StateQueued, m.Epoch, code)
+	if m.Ready {
+		c.ready(m.Pool, m.Tenant, 1)
+	}
+}
+
+// flushQueued writes the ready-count changes, sorted by pool and tenant.
+func (c *changes) flushQueued(tx Tx) error {
+	var deltas []QueueDelta
+	for k, n := range c.queued {
+		if n != 0 {
+			deltas = append(deltas, QueueDelta{Pool: k.pool, Tenant: k.tenant, N: n})
+		}
+	}
+	clear(c.queued)
+	if len(deltas) == 0 {
+		return nil
+	}
+	slices.SortFunc(deltas, func(a, b QueueDelta) int {
+		return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Tenant, b.Tenant))
+	})
+	return tx.AddQueued(deltas)
+}
+
+// flush writes everything accumulated, in the lock order: ready counts,
+// then release slots, then events (which lock nothing).
+func (c *changes) flush(tx Tx, now time.Time) error {
+	if err := c.flushQueued(tx); err != nil {
+		return err
+	}
+	if len(c.released) > 0 {
+		keys := slices.SortedFunc(maps.Keys(c.released), func(a, b counterKey) int {
+			return cmp.Or(cmp.Compare(a.scope, b.scope), cmp.Compare(a.key, b.key))
+		})
+		deltas := make([]CounterDelta, 0, len(keys))
+		for _, k := range keys {
+			if n := c.released[k]; n != 0 {
+				deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: n})
+			}
+		}
+		clear(c.released)
+		if len(deltas) > 0 {
+			if err := tx.AddInFlight(deltas, true); err != nil {
+				return err
+			}
+		}
+	}
+	if len(c.events) > 0 {
+		if err := tx.InsertEvents(c.events, now); err != nil {
+			return err
+		}
+		c.events = c.events[:0]
+	}
+	return nil
+}
+
+// taskIDs returns the distinct IDs of items, sorted.
+func taskIDs[T any](items []T, id func(T) string) []string {
+	seen := make(map[string]bool, len(items))
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if k := id(it); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func invalid(op, why string) error { return fmt.Errorf("%s: %s: %w", op, why, store.ErrInvalid) }
+
+// errBindingVanished: a binding or task read in the same transaction that
+// wrote or found it is missing. It cannot happen once committed; the
+// transaction is abandoned rather than answered wrongly.
+var errBindingVanished = fmt.Errorf("admit: binding vanished: %w", store.ErrUnavailable)

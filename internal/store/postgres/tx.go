@@ -1,0 +1,558 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
+	"github.com/docket-dev/docket/internal/store/fairshare"
+)
+
+// txn runs the engine's steps in one PostgreSQL transaction. Row sets go
+// to the server as arrays (unnest), so a batch of N tasks is one statement
+// per step.
+type txn struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+var _ engine.Tx = (*txn)(nil)
+
+// releaseSlots is how many counter slots releases spread over.
+const releaseSlots = 16
+
+func (t *txn) exec(sql string, args ...any) error {
+	_, err := t.tx.Exec(t.ctx, sql, args...)
+	return err
+}
+
+// Bindings reads the existing bindings among keys.
+func (t *txn) Bindings(keys []engine.TenantKey) (map[engine.TenantKey]engine.Binding, error) {
+	tenants, ks := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		tenants[i], ks[i] = k.Tenant, k.Key
+	}
+	rows, err := t.tx.Query(t.ctx, `SELECT b.tenant, b.key, b.request_hash, b.task_id
+		FROM idempotency_keys b JOIN unnest($1::text[], $2::text[]) AS k (tenant, key)
+			ON b.tenant = k.tenant AND b.key = k.key`, tenants, ks)
+	if err != nil {
+		return nil, err
+	}
+	out := map[engine.TenantKey]engine.Binding{}
+	var b engine.Binding
+	_, err = pgx.ForEachRow(rows, []any{&b.Tenant, &b.Key, &b.RequestHash, &b.TaskID}, func() error {
+		out[b.TenantKey] = b
+		return nil
+	})
+	return out, err
+}
+
+// EnsureTenants creates missing tenants and their gate rows.
+func (t *txn) EnsureTenants(ids []string, limit int, now time.Time) error {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO tenants (id, max_in_flight, created_at) SELECT id, $2, $3 FROM unnest($1::text[]) AS id
+		ORDER BY id ON CONFLICT (id) DO NOTHING`, ids, limit, ts(now))
+	b.Queue(`INSERT INTO counters (scope, key, slot) SELECT 'tenant', id, 0 FROM unnest($1::text[]) AS id
+		ORDER BY id ON CONFLICT DO NOTHING`, ids)
+	return t.tx.SendBatch(t.ctx, b).Close()
+}
+
+// LockGates locks the gate rows (pools, then tenants, each sorted) and
+// reads the counts: the sum of every slot, as committed when the lock was
+// granted.
+func (t *txn) LockGates(pools []dockettype.Pool, tenants []string) (*engine.Gates, error) {
+	poolNames := make([]string, len(pools))
+	for i, p := range pools {
+		poolNames[i] = string(p)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT 1 FROM counters WHERE scope = 'pool' AND key = ANY($1) AND slot = 0 ORDER BY key FOR UPDATE`, poolNames)
+	b.Queue(`SELECT 1 FROM counters WHERE scope = 'tenant' AND key = ANY($1) AND slot = 0 ORDER BY key FOR UPDATE`, tenants)
+	if err := t.tx.SendBatch(t.ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	g := &engine.Gates{Pools: map[dockettype.Pool]int64{}, Tenants: map[string]engine.TenantGate{}}
+	rows, err := t.tx.Query(t.ctx, `SELECT scope, key, sum(n)::bigint FROM counters
+		WHERE (scope = 'pool' AND key = ANY($1)) OR (scope = 'tenant' AND key = ANY($2))
+		GROUP BY scope, key`, poolNames, tenants)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		scope, key string
+		n          int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&scope, &key, &n}, func() error {
+		if scope == engine.ScopePool {
+			g.Pools[dockettype.Pool(key)] = n
+		} else {
+			g.Tenants[key] = engine.TenantGate{InFlight: n}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows, err = t.tx.Query(t.ctx, "SELECT id, max_in_flight FROM tenants WHERE id = ANY($1)", tenants)
+	if err != nil {
+		return nil, err
+	}
+	var limit int
+	_, err = pgx.ForEachRow(rows, []any{&key, &limit}, func() error {
+		tg := g.Tenants[key]
+		tg.MaxInFlight = limit
+		g.Tenants[key] = tg
+		return nil
+	})
+	return g, err
+}
+
+// InsertBindings inserts bindings; a key another transaction bound is
+// skipped (the insert waits for that transaction to end first).
+func (t *txn) InsertBindings(rows []engine.Binding, now time.Time) (map[engine.TenantKey]bool, error) {
+	n := len(rows)
+	tenants, keys, hashes, ids := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, r := range rows {
+		tenants[i], keys[i], hashes[i], ids[i] = r.Tenant, r.Key, r.RequestHash, r.TaskID
+	}
+	res, err := t.tx.Query(t.ctx, `INSERT INTO idempotency_keys (tenant, key, request_hash, task_id, created_at)
+		SELECT k.tenant, k.key, k.hash, k.task_id, $5
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k (tenant, key, hash, task_id)
+		ON CONFLICT (tenant, key) DO NOTHING
+		RETURNING tenant, key`, tenants, keys, hashes, ids, ts(now))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[engine.TenantKey]bool, n)
+	var k engine.TenantKey
+	_, err = pgx.ForEachRow(res, []any{&k.Tenant, &k.Key}, func() error {
+		out[k] = true
+		return nil
+	})
+	return out, err
+}
+
+// InsertTasks writes the immutable task rows and their live rows.
+func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
+	n := len(items)
+	var (
+		ids, tenants, keys, authors, workflows = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		pools, traces, versions                = make([]string, n), make([]string, n), make([]string, n)
+		prios, maxAttempts                     = make([]int32, n), make([]int32, n)
+		deadlines                              = make([]time.Time, n)
+		runAts, runAfters                      = make([]*time.Time, n), make([]*time.Time, n)
+		inputs                                 = make([][]byte, n)
+	)
+	now = ts(now)
+	for i, it := range items {
+		ids[i], tenants[i], keys[i], authors[i], workflows[i] = it.TaskID, it.Tenant, it.IdempotencyKey, it.Author, it.Workflow
+		pools[i], traces[i], versions[i] = string(it.Pool), it.TraceID, it.ConfigVersion
+		prios[i], maxAttempts[i] = int32(it.Priority), int32(it.MaxAttempts)
+		deadlines[i] = ts(it.DeadlineAt)
+		if !it.RunAt.IsZero() {
+			r := ts(it.RunAt)
+			runAts[i] = &r
+			if r.After(now) {
+				runAfters[i] = &r
+			}
+		}
+		inputs[i] = it.Input
+		if inputs[i] == nil {
+			inputs[i] = []byte("null")
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts,
+			deadline_at, run_at, created_at, trace_id, config_version, input)
+		SELECT u.id, u.tenant, u.key, u.author, u.workflow, u.pool, u.priority, u.max_attempts,
+			u.deadline_at, u.run_at, $14, u.trace_id, u.config_version, u.input
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::int[],
+			$9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[], $13::bytea[])
+			AS u (id, tenant, key, author, workflow, pool, priority, max_attempts, deadline_at, run_at, trace_id, config_version, input)`,
+		ids, tenants, keys, authors, workflows, pools, prios, maxAttempts, deadlines, runAts, traces, versions, inputs, now)
+	b.Queue(`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, run_after, deadline_at, created_at)
+		SELECT u.id, u.tenant, u.pool, u.priority, 'queued', u.max_attempts, u.run_after, u.deadline_at, $8
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[])
+			AS u (id, tenant, pool, priority, max_attempts, run_after, deadline_at)`,
+		ids, tenants, pools, prios, maxAttempts, runAfters, deadlines, now)
+	return t.tx.SendBatch(t.ctx, b).Close()
+}
+
+// ReadTasks reads tasks by ID, with their results.
+func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
+	rows, err := t.tx.Query(t.ctx, taskSelect(true)+" WHERE t.id = ANY($1)", ids)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := scanTasks(rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*dockettype.Task, len(tasks))
+	for _, task := range tasks {
+		out[task.ID] = task
+	}
+	return out, nil
+}
+
+// PromoteDue makes due delayed tasks ready. A due task another
+// transaction holds (a cancel, a timeout) is skipped; a later claim
+// promotes it if it is still queued.
+func (t *txn) PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]string, error) {
+	rows, err := t.tx.Query(t.ctx, `UPDATE task_queue SET run_after = NULL
+		WHERE id IN (
+			SELECT id FROM task_queue
+			WHERE pool = $1 AND state = 'queued' AND run_after IS NOT NULL AND run_after <= $2
+			ORDER BY run_after LIMIT $3
+			FOR UPDATE SKIP LOCKED)
+		RETURNING tenant`, string(pool), ts(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// ReadyTenants reads the tenants with ready work, lowest virtual time first.
+func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant, error) {
+	rows, err := t.tx.Query(t.ctx, `SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
+		FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
+		WHERE q.pool = $1 AND q.queued > 0 ORDER BY q.vtime, q.tenant LIMIT $2`, string(pool), limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (fairshare.Tenant, error) {
+		var ft fairshare.Tenant
+		err := r.Scan(&ft.ID, &ft.Queued, &ft.VTime, &ft.Weight)
+		return ft, err
+	})
+}
+
+// PickReady locks each granted tenant's first ready tasks, in one round
+// trip.
+func (t *txn) PickReady(pool dockettype.Pool, grants []fairshare.Grant) ([][]string, error) {
+	b := &pgx.Batch{}
+	for _, g := range grants {
+		b.Queue(`SELECT id FROM task_queue
+			WHERE pool = $1 AND tenant = $2 AND state = 'queued' AND run_after IS NULL
+			ORDER BY priority DESC, id LIMIT $3
+			FOR UPDATE SKIP LOCKED`, string(pool), g.Tenant, g.Count)
+	}
+	br := t.tx.SendBatch(t.ctx, b)
+	out := make([][]string, len(grants))
+	for i := range grants {
+		rows, err := br.Query()
+		if err == nil {
+			out[i], err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	return out, br.Close()
+}
+
+// CountReady counts a tenant's ready tasks, locked or not.
+func (t *txn) CountReady(pool dockettype.Pool, tenant string, limit int) (int, error) {
+	var n int
+	err := t.tx.QueryRow(t.ctx, `SELECT count(*) FROM (SELECT 1 FROM task_queue
+		WHERE pool = $1 AND tenant = $2 AND state = 'queued' AND run_after IS NULL LIMIT $3) AS ready`,
+		string(pool), tenant, limit).Scan(&n)
+	return n, err
+}
+
+// SetTenantQueues writes the claim's virtual times and ready counts, one
+// row at a time in tenant order (one round trip), so that two claims
+// serving the same tenants lock them in the same order.
+func (t *txn) SetTenantQueues(pool dockettype.Pool, rows []engine.TenantQueue) error {
+	sorted := sortedBy(rows, func(r engine.TenantQueue) string { return r.Tenant })
+	b := &pgx.Batch{}
+	for _, r := range sorted {
+		b.Queue(`UPDATE tenant_queues SET vtime = GREATEST(vtime, $3),
+			queued = GREATEST(CASE WHEN $4::int >= 0 THEN $4::int ELSE queued END - $5, 0)
+			WHERE pool = $1 AND tenant = $2`, string(pool), r.Tenant, r.VTime, r.Reset, r.Taken)
+	}
+	return t.tx.SendBatch(t.ctx, b).Close()
+}
+
+// Lease moves the picked tasks to running and returns them with input.
+func (t *txn) Lease(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
+	rows, err := t.tx.Query(t.ctx, `WITH q AS (
+			UPDATE task_queue SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
+				lease_owner = $2, lease_expires_at = $3, started_at = coalesce(started_at, $4)
+			WHERE id = ANY($1) AND state = 'queued'
+			RETURNING *
+		)
+		SELECT `+taskCols+`, t.input FROM q JOIN tasks t ON t.id = q.id LEFT JOIN task_results r ON false`,
+		ids, owner, ts(expires), ts(now))
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.ClaimedTask, error) {
+		c := &store.ClaimedTask{}
+		var err error
+		c.Task, err = scanTask(&extraScanner{r: r, extra: []any{&c.Input}})
+		return c, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+// LockLive locks the live rows among ids in ID order.
+func (t *txn) LockLive(ids []string) error {
+	if len(ids) < 2 {
+		return nil // one row needs no order: the change itself locks it
+	}
+	return t.exec("SELECT 1 FROM task_queue WHERE id = ANY($1) ORDER BY id FOR UPDATE", ids)
+}
+
+// End deletes the live rows that still match and writes their results, in
+// one statement.
+func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
+	n := len(rows)
+	var (
+		ids, froms, tos, codes, msgs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		epochs                       = make([]int64, n)
+		bumps, deadlineDue, leaseDue = make([]bool, n), make([]bool, n), make([]bool, n)
+		results                      = make([][]byte, n)
+	)
+	for i, r := range rows {
+		ids[i], froms[i], tos[i], codes[i], msgs[i] = r.TaskID, string(r.From), string(r.To), string(r.Code), r.Message
+		epochs[i], bumps[i], deadlineDue[i], leaseDue[i], results[i] = r.Epoch, r.BumpEpoch, r.DeadlineDue, r.LeaseDue, r.Result
+	}
+	res, err := t.tx.Query(t.ctx, `WITH u AS (
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bool[], $6::text[], $7::text[],
+				$8::bytea[], $9::bool[], $10::bool[])
+				AS u (id, epoch, from_state, to_state, bump, code, message, result, deadline_due, lease_due)
+		), gone AS (
+			DELETE FROM task_queue q USING u
+			WHERE q.id = u.id AND q.lease_epoch = u.epoch AND (u.from_state = '' OR q.state = u.from_state)
+				AND (NOT u.deadline_due OR q.deadline_at <= $11) AND (NOT u.lease_due OR q.lease_expires_at <= $11)
+			RETURNING q.id, q.tenant, q.pool, q.state, q.attempt, q.started_at,
+				q.lease_epoch + CASE WHEN u.bump THEN 1 ELSE 0 END AS epoch,
+				q.state = 'queued' AND q.run_after IS NULL AS ready,
+				u.to_state, u.code, u.message, u.result
+		), done AS (
+			INSERT INTO task_results (task_id, tenant, state, attempt, lease_epoch, started_at, finished_at,
+				result, error_code, error_message)
+			SELECT id, tenant, to_state, attempt, epoch, started_at, $11, result, nullif(code, ''), nullif(message, '')
+			FROM gone
+		)
+		SELECT id, tenant, pool, state, epoch, ready FROM gone`,
+		ids, epochs, froms, tos, bumps, codes, msgs, results, deadlineDue, leaseDue, ts(now))
+	if err != nil {
+		return nil, err
+	}
+	return collectMoved(res)
+}
+
+// Requeue moves running tasks that still match back to queued.
+func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, error) {
+	n := len(rows)
+	var (
+		ids, codes, msgs          = make([]string, n), make([]string, n), make([]string, n)
+		epochs                    = make([]int64, n)
+		bumps, uncharge, leaseDue = make([]bool, n), make([]bool, n), make([]bool, n)
+		runAfters                 = make([]*time.Time, n)
+	)
+	for i, r := range rows {
+		ids[i], codes[i], msgs[i], epochs[i] = r.TaskID, string(r.Code), r.Message, r.Epoch
+		bumps[i], uncharge[i], leaseDue[i] = r.BumpEpoch, r.Uncharge, r.LeaseDue
+		if !r.RunAfter.IsZero() {
+			ra := ts(r.RunAfter)
+			runAfters[i] = &ra
+		}
+	}
+	res, err := t.tx.Query(t.ctx, `UPDATE task_queue q SET state = 'queued',
+			attempt = q.attempt - CASE WHEN u.uncharge THEN 1 ELSE 0 END,
+			lease_epoch = q.lease_epoch + CASE WHEN u.bump THEN 1 ELSE 0 END,
+			lease_owner = NULL, lease_expires_at = NULL, run_after = u.run_after,
+			error_code = CASE WHEN u.uncharge THEN q.error_code ELSE nullif(u.code, '') END,
+			error_message = CASE WHEN u.uncharge THEN q.error_message ELSE nullif(u.message, '') END
+		FROM unnest($1::text[], $2::bigint[], $3::bool[], $4::bool[], $5::timestamptz[], $6::text[], $7::text[], $8::bool[])
+			AS u (id, epoch, bump, uncharge, run_after, code, message, lease_due)
+		WHERE q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
+			AND (NOT u.lease_due OR q.lease_expires_at <= $9)
+		RETURNING q.id, q.tenant, q.pool, 'running', q.lease_epoch, q.run_after IS NULL`,
+		ids, epochs, bumps, uncharge, runAfters, codes, msgs, leaseDue, ts(now))
+	if err != nil {
+		return nil, err
+	}
+	return collectMoved(res)
+}
+
+func collectMoved(rows pgx.Rows) ([]engine.Moved, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (engine.Moved, error) {
+		var m engine.Moved
+		var pool, from string
+		err := r.Scan(&m.TaskID, &m.Tenant, &pool, &from, &m.Epoch, &m.Ready)
+		m.Pool, m.From = dockettype.Pool(pool), dockettype.State(from)
+		return m, err
+	})
+}
+
+// States reads the current state of tasks, live or finished.
+func (t *txn) States(ids []string) (map[string]dockettype.State, error) {
+	rows, err := t.tx.Query(t.ctx, `SELECT id, state FROM task_queue WHERE id = ANY($1)
+		UNION ALL SELECT task_id, state FROM task_results WHERE task_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]dockettype.State{}
+	var id, state string
+	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+		out[id] = dockettype.State(state)
+		return nil
+	})
+	return out, err
+}
+
+// Renew extends the leases still held.
+func (t *txn) Renew(leases []store.Lease, expires time.Time) ([]store.Lease, error) {
+	ids, epochs := make([]string, len(leases)), make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], epochs[i] = l.TaskID, l.Epoch
+	}
+	rows, err := t.tx.Query(t.ctx, `UPDATE task_queue q SET lease_expires_at = $1
+		FROM unnest($2::text[], $3::bigint[]) AS l (id, epoch)
+		WHERE q.id = l.id AND q.lease_epoch = l.epoch AND q.state = 'running'
+		RETURNING q.id, q.lease_epoch`, ts(expires), ids, epochs)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Lease, error) {
+		var l store.Lease
+		err := r.Scan(&l.TaskID, &l.Epoch)
+		return l, err
+	})
+}
+
+// LeaseAttempt share-locks a task running under lease.
+func (t *txn) LeaseAttempt(lease store.Lease) (int, bool, error) {
+	var attempt int
+	err := t.tx.QueryRow(t.ctx, "SELECT attempt FROM task_queue WHERE id = $1 AND lease_epoch = $2 AND state = 'running' FOR SHARE",
+		lease.TaskID, lease.Epoch).Scan(&attempt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return attempt, err == nil, err
+}
+
+// InsertEvidence records evidence items.
+func (t *txn) InsertEvidence(lease store.Lease, attempt int, items []store.EvidenceItem, now time.Time) error {
+	kinds, bodies := make([]string, len(items)), make([][]byte, len(items))
+	for i, it := range items {
+		kinds[i], bodies[i] = it.Kind, it.Body
+	}
+	return t.exec(`INSERT INTO evidence (task_id, attempt, epoch, kind, body, created_at)
+		SELECT $1, $2, $3, e.kind, e.body, $4
+		FROM unnest($5::text[], $6::bytea[]) WITH ORDINALITY AS e (kind, body, ord)
+		ORDER BY e.ord`, lease.TaskID, attempt, lease.Epoch, ts(now), kinds, bodies)
+}
+
+// LockTask locks a tenant's live task, or reads its result.
+func (t *txn) LockTask(tenant, id string) (dockettype.State, int64, bool, error) {
+	var state string
+	var epoch int64
+	err := t.tx.QueryRow(t.ctx, "SELECT state, lease_epoch FROM task_queue WHERE id = $1 AND tenant = $2 FOR UPDATE",
+		id, tenant).Scan(&state, &epoch)
+	if err == nil {
+		return dockettype.State(state), epoch, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, false, err
+	}
+	err = t.tx.QueryRow(t.ctx, "SELECT state, lease_epoch FROM task_results WHERE task_id = $1 AND tenant = $2",
+		id, tenant).Scan(&state, &epoch)
+	if err != nil {
+		return "", 0, false, err // pgx.ErrNoRows → ErrNotFound
+	}
+	return dockettype.State(state), epoch, false, nil
+}
+
+// FinishedBefore finds tasks that finished before a time, oldest first
+// (the BRIN index narrows the scan to the old end of the table).
+func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
+	rows, err := t.tx.Query(t.ctx, `SELECT task_id FROM task_results WHERE finished_at < $1
+		ORDER BY finished_at LIMIT $2`, ts(before), limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// DeleteTasks deletes finished tasks with everything they own.
+func (t *txn) DeleteTasks(ids []string) error {
+	b := &pgx.Batch{}
+	b.Queue("SET LOCAL docket.retention = 'on'")
+	b.Queue(`DELETE FROM idempotency_keys k USING tasks t
+		WHERE t.id = ANY($1) AND k.tenant = t.tenant AND k.key = t.idempotency_key AND k.task_id = t.id`, ids)
+	b.Queue("DELETE FROM task_events WHERE task_id = ANY($1)", ids)
+	b.Queue("DELETE FROM evidence WHERE task_id = ANY($1)", ids)
+	b.Queue("DELETE FROM task_results WHERE task_id = ANY($1)", ids)
+	b.Queue("DELETE FROM tasks WHERE id = ANY($1) AND NOT EXISTS (SELECT 1 FROM task_queue q WHERE q.id = tasks.id)", ids)
+	return t.tx.SendBatch(t.ctx, b).Close()
+}
+
+// AddInFlight adds to counters: to the gate slot (held locked) for
+// admission, to a random release slot otherwise.
+func (t *txn) AddInFlight(deltas []engine.CounterDelta, release bool) error {
+	slot := int16(0)
+	if release {
+		slot = int16(1 + rand.IntN(releaseSlots))
+	}
+	scopes, keys, ns := make([]string, len(deltas)), make([]string, len(deltas)), make([]int64, len(deltas))
+	for i, d := range deltas {
+		scopes[i], keys[i], ns[i] = d.Scope, d.Key, d.N
+	}
+	return t.exec(`INSERT INTO counters AS c (scope, key, slot, n)
+		SELECT d.scope, d.key, $4, d.n FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS d (scope, key, n, ord)
+		ORDER BY d.ord
+		ON CONFLICT (scope, key, slot) DO UPDATE SET n = c.n + excluded.n`, scopes, keys, ns, slot)
+}
+
+// AddQueued changes ready counts; see engine.Tx. One statement per row,
+// in the engine's (sorted) order and in one round trip, so that
+// transactions touching the same tenants lock them in the same order. An
+// increase is an upsert (a tenant's first ready task creates its row).
+func (t *txn) AddQueued(deltas []engine.QueueDelta) error {
+	b := &pgx.Batch{}
+	for _, d := range deltas {
+		if d.N > 0 {
+			b.Queue(`INSERT INTO tenant_queues AS q (pool, tenant, queued, vtime)
+				VALUES ($1, $2, $3, coalesce(
+					(SELECT min(a.vtime) FROM tenant_queues a WHERE a.pool = $1 AND a.queued > 0),
+					(SELECT max(a.vtime) FROM tenant_queues a WHERE a.pool = $1), 0))
+				ON CONFLICT (pool, tenant) DO UPDATE SET
+					vtime = CASE WHEN q.queued = 0 THEN GREATEST(q.vtime, excluded.vtime) ELSE q.vtime END,
+					queued = q.queued + excluded.queued`, string(d.Pool), d.Tenant, d.N)
+			continue
+		}
+		b.Queue("UPDATE tenant_queues SET queued = GREATEST(queued + $3, 0) WHERE pool = $1 AND tenant = $2",
+			string(d.Pool), d.Tenant, d.N)
+	}
+	return t.tx.SendBatch(t.ctx, b).Close()
+}
+
+// InsertEvents appends history rows in order.
+func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
+	n := len(events)
+	ids, froms, tos, codes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	epochs := make([]int64, n)
+	for i, e := range events {
+		ids[i], froms[i], tos[i], epochs[i], codes[i] = e.TaskID, string(e.From), string(e.To), e.Epoch, string(e.Code)
+	}
+	return t.exec(`INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at)
+		SELECT e.task_id, e.from_state, e.to_state, e.epoch, e.code, $6
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+			WITH ORDINALITY AS e (task_id, from_state, to_state, epoch, code, ord)
+		ORDER BY e.ord`, ids, froms, tos, epochs, codes, ts(now))
+}

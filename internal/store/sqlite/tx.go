@@ -1,0 +1,579 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
+	"github.com/docket-dev/docket/internal/store/fairshare"
+)
+
+// txn runs the engine's steps in one SQLite write transaction. Lists of
+// keys go in as one JSON array (json_each), so each statement's text is the
+// same whatever the batch size and stays in the statement cache; rows that
+// carry payloads go in as multi-row VALUES.
+type txn struct {
+	ctx context.Context
+	tx  *wtx
+}
+
+var _ engine.Tx = (*txn)(nil)
+
+// jsonArg encodes v (a slice) as the JSON text json_each reads.
+func jsonArg(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // slices of strings and numbers always encode
+	}
+	return string(b)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (t *txn) exec(query string, args ...any) error {
+	_, err := t.tx.ExecContext(t.ctx, query, args...)
+	return err
+}
+
+// rowsChunk bounds multi-row VALUES statements (SQLite allows 32,766
+// parameters per statement).
+const rowsChunk = 64
+
+// insertRows runs "prefix VALUES (?,…),(?,…) suffix" over rows in chunks.
+func (t *txn) insertRows(prefix, suffix string, width int, rows [][]any) error {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", width), ",") + ")"
+	for len(rows) > 0 {
+		n := min(len(rows), rowsChunk)
+		var q strings.Builder
+		q.WriteString(prefix + " VALUES ")
+		args := make([]any, 0, n*width)
+		for i, r := range rows[:n] {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString(row)
+			args = append(args, r...)
+		}
+		q.WriteString(" " + suffix)
+		if err := t.exec(q.String(), args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func scanString(r *sql.Rows) (string, error) {
+	var s string
+	err := r.Scan(&s)
+	return s, err
+}
+
+// Bindings reads the existing bindings among keys.
+func (t *txn) Bindings(keys []engine.TenantKey) (map[engine.TenantKey]engine.Binding, error) {
+	pairs := make([][2]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]string{k.Tenant, k.Key}
+	}
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT b.tenant, b.key, b.request_hash, b.task_id
+		FROM json_each(?) j JOIN idempotency_keys b ON b.tenant = j.value->>0 AND b.key = j.value->>1`, jsonArg(pairs))
+	if err != nil {
+		return nil, err
+	}
+	found, err := collect(rows, func(r *sql.Rows) (engine.Binding, error) {
+		var b engine.Binding
+		err := r.Scan(&b.Tenant, &b.Key, &b.RequestHash, &b.TaskID)
+		return b, err
+	})
+	out := make(map[engine.TenantKey]engine.Binding, len(found))
+	for _, b := range found {
+		out[b.TenantKey] = b
+	}
+	return out, err
+}
+
+// EnsureTenants creates missing tenants and their gate rows.
+func (t *txn) EnsureTenants(ids []string, limit int, now time.Time) error {
+	if err := t.exec(`INSERT INTO tenants (id, max_in_flight, created_at) SELECT value, ?, ? FROM json_each(?) WHERE true
+		ON CONFLICT DO NOTHING`, limit, ms(now), jsonArg(ids)); err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO counters (scope, key, slot) SELECT 'tenant', value, 0 FROM json_each(?) WHERE true
+		ON CONFLICT DO NOTHING`, jsonArg(ids))
+}
+
+// LockGates reads the counts and limits; the write transaction is the lock
+// (SQLite has one writer).
+func (t *txn) LockGates(pools []dockettype.Pool, tenants []string) (*engine.Gates, error) {
+	g := &engine.Gates{Pools: map[dockettype.Pool]int64{}, Tenants: map[string]engine.TenantGate{}}
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT c.scope, c.key, sum(c.n) FROM counters c
+		WHERE (c.scope = 'pool' AND c.key IN (SELECT value FROM json_each(?)))
+			OR (c.scope = 'tenant' AND c.key IN (SELECT value FROM json_each(?)))
+		GROUP BY c.scope, c.key`, jsonArg(pools), jsonArg(tenants))
+	if err != nil {
+		return nil, err
+	}
+	type count struct {
+		scope, key string
+		n          int64
+	}
+	counts, err := collect(rows, func(r *sql.Rows) (count, error) {
+		var c count
+		err := r.Scan(&c.scope, &c.key, &c.n)
+		return c, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range counts {
+		if c.scope == engine.ScopePool {
+			g.Pools[dockettype.Pool(c.key)] = c.n
+		} else {
+			g.Tenants[c.key] = engine.TenantGate{InFlight: c.n}
+		}
+	}
+	rows, err = t.tx.QueryContext(t.ctx, "SELECT id, max_in_flight FROM tenants WHERE id IN (SELECT value FROM json_each(?))", jsonArg(tenants))
+	if err != nil {
+		return nil, err
+	}
+	limits, err := collect(rows, func(r *sql.Rows) (count, error) {
+		var c count
+		err := r.Scan(&c.key, &c.n)
+		return c, err
+	})
+	for _, l := range limits {
+		tg := g.Tenants[l.key]
+		tg.MaxInFlight = int(l.n)
+		g.Tenants[l.key] = tg
+	}
+	return g, err
+}
+
+// InsertBindings inserts bindings, skipping keys already bound.
+func (t *txn) InsertBindings(rows []engine.Binding, now time.Time) (map[engine.TenantKey]bool, error) {
+	out := make(map[engine.TenantKey]bool, len(rows))
+	for _, r := range rows {
+		res, err := t.tx.ExecContext(t.ctx, `INSERT INTO idempotency_keys (tenant, key, request_hash, task_id, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, r.Tenant, r.Key, r.RequestHash, r.TaskID, ms(now))
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if n == 1 {
+			out[r.TenantKey] = true
+		}
+	}
+	return out, nil
+}
+
+// InsertTasks writes the immutable task rows and their live rows.
+func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
+	nowMS := ms(now)
+	tasks := make([][]any, len(items))
+	live := make([][]any, len(items))
+	for i, it := range items {
+		var runAt, runAfter any
+		if !it.RunAt.IsZero() {
+			runAt = ms(it.RunAt)
+			if it.RunAt.After(now) {
+				runAfter = ms(it.RunAt)
+			}
+		}
+		input := it.Input
+		if input == nil {
+			input = []byte("null")
+		}
+		tasks[i] = []any{it.TaskID, it.Tenant, it.IdempotencyKey, it.Author, it.Workflow, string(it.Pool), it.Priority,
+			it.MaxAttempts, ms(it.DeadlineAt), runAt, nowMS, it.TraceID, it.ConfigVersion, input}
+		live[i] = []any{it.TaskID, it.Tenant, string(it.Pool), it.Priority, "queued", it.MaxAttempts, runAfter, ms(it.DeadlineAt), nowMS}
+	}
+	if err := t.insertRows(`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts,
+		deadline_at, run_at, created_at, trace_id, config_version, input)`, "", 14, tasks); err != nil {
+		return err
+	}
+	return t.insertRows(`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, run_after, deadline_at, created_at)`,
+		"", 9, live)
+}
+
+// ReadTasks reads tasks by ID, with their results.
+func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
+	rows, err := t.tx.QueryContext(t.ctx, taskSelect(true)+" WHERE t.id IN (SELECT value FROM json_each(?))", jsonArg(ids))
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := collect(rows, scanTask)
+	out := make(map[string]*dockettype.Task, len(tasks))
+	for _, task := range tasks {
+		out[task.ID] = task
+	}
+	return out, err
+}
+
+// PromoteDue makes due delayed tasks ready.
+func (t *txn) PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]string, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `UPDATE task_queue SET run_after = NULL
+		WHERE id IN (SELECT id FROM task_queue
+			WHERE pool = ? AND state = 'queued' AND run_after IS NOT NULL AND run_after <= ?
+			ORDER BY run_after LIMIT ?)
+		RETURNING tenant`, string(pool), ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanString)
+}
+
+// ReadyTenants reads the tenants with ready work, lowest virtual time first.
+func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
+		FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
+		WHERE q.pool = ? AND q.queued > 0 ORDER BY q.vtime, q.tenant LIMIT ?`, string(pool), limit)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r *sql.Rows) (fairshare.Tenant, error) {
+		var ft fairshare.Tenant
+		err := r.Scan(&ft.ID, &ft.Queued, &ft.VTime, &ft.Weight)
+		return ft, err
+	})
+}
+
+// PickReady returns each granted tenant's first ready tasks.
+func (t *txn) PickReady(pool dockettype.Pool, grants []fairshare.Grant) ([][]string, error) {
+	out := make([][]string, len(grants))
+	for i, g := range grants {
+		rows, err := t.tx.QueryContext(t.ctx, `SELECT id FROM task_queue
+			WHERE pool = ? AND tenant = ? AND state = 'queued' AND run_after IS NULL
+			ORDER BY priority DESC, id LIMIT ?`, string(pool), g.Tenant, g.Count)
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = collect(rows, scanString); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// CountReady counts a tenant's ready tasks.
+func (t *txn) CountReady(pool dockettype.Pool, tenant string, limit int) (int, error) {
+	var n int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT count(*) FROM (SELECT 1 FROM task_queue
+		WHERE pool = ? AND tenant = ? AND state = 'queued' AND run_after IS NULL LIMIT ?)`,
+		string(pool), tenant, limit).Scan(&n)
+	return n, err
+}
+
+// SetTenantQueues writes the claim's virtual times and ready counts.
+func (t *txn) SetTenantQueues(pool dockettype.Pool, rows []engine.TenantQueue) error {
+	for _, r := range rows {
+		if err := t.exec(`UPDATE tenant_queues SET vtime = max(vtime, ?),
+			queued = max(CASE WHEN ? >= 0 THEN ? ELSE queued END - ?, 0)
+			WHERE pool = ? AND tenant = ?`, r.VTime, r.Reset, r.Reset, r.Taken, string(pool), r.Tenant); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Lease moves the picked tasks to running and returns them with input.
+func (t *txn) Lease(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
+	list := jsonArg(ids)
+	if err := t.exec(`UPDATE task_queue SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
+			lease_owner = ?, lease_expires_at = ?, started_at = coalesce(started_at, ?)
+		WHERE id IN (SELECT value FROM json_each(?)) AND state = 'queued'`, owner, ms(expires), ms(now), list); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+taskCols+`, t.input
+		FROM task_queue q JOIN tasks t ON t.id = q.id LEFT JOIN task_results r ON 0
+		WHERE q.id IN (SELECT value FROM json_each(?)) AND q.state = 'running' AND q.lease_owner = ? AND q.lease_expires_at = ?`,
+		list, owner, ms(expires))
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r *sql.Rows) (*store.ClaimedTask, error) {
+		c := &store.ClaimedTask{}
+		var err error
+		c.Task, err = scanTaskExtra(r, &c.Input)
+		return c, err
+	})
+}
+
+// LockLive does nothing: SQLite's one write transaction holds every row.
+func (t *txn) LockLive([]string) error { return nil }
+
+// End deletes the live rows that still match and writes their results.
+func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
+	match := make([][]any, len(rows))
+	byID := make(map[string]engine.End, len(rows))
+	for i, r := range rows {
+		match[i] = []any{r.TaskID, r.Epoch, string(r.From), b2i(r.DeadlineDue), b2i(r.LeaseDue)}
+		byID[r.TaskID] = r
+	}
+	nowMS := ms(now)
+	res, err := t.tx.QueryContext(t.ctx, `DELETE FROM task_queue AS q
+		WHERE EXISTS (SELECT 1 FROM json_each(?1) j
+			WHERE j.value->>0 = q.id AND j.value->>1 = q.lease_epoch AND (j.value->>2 = '' OR j.value->>2 = q.state)
+				AND (j.value->>3 = 0 OR q.deadline_at <= ?2) AND (j.value->>4 = 0 OR q.lease_expires_at <= ?2))
+		RETURNING id, tenant, pool, state, attempt, lease_epoch, started_at, state = 'queued' AND run_after IS NULL`,
+		jsonArg(match), nowMS)
+	if err != nil {
+		return nil, err
+	}
+	type gone struct {
+		engine.Moved
+		attempt int
+		started sql.NullInt64
+	}
+	deleted, err := collect(res, func(r *sql.Rows) (gone, error) {
+		var g gone
+		var pool, from string
+		err := r.Scan(&g.TaskID, &g.Tenant, &pool, &from, &g.attempt, &g.Epoch, &g.started, &g.Ready)
+		g.Pool, g.From = dockettype.Pool(pool), dockettype.State(from)
+		return g, err
+	})
+	if err != nil || len(deleted) == 0 {
+		return nil, err
+	}
+	results := make([][]any, len(deleted))
+	moved := make([]engine.Moved, len(deleted))
+	for i, g := range deleted {
+		e := byID[g.TaskID]
+		if e.BumpEpoch {
+			g.Epoch++
+		}
+		results[i] = []any{g.TaskID, g.Tenant, string(e.To), g.attempt, g.Epoch, g.started, nowMS, e.Result,
+			nullString(string(e.Code)), nullString(e.Message)}
+		moved[i] = g.Moved
+	}
+	return moved, t.insertRows(`INSERT INTO task_results (task_id, tenant, state, attempt, lease_epoch, started_at,
+		finished_at, result, error_code, error_message)`, "", 10, results)
+}
+
+// Requeue moves running tasks that still match back to queued.
+func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, error) {
+	list := make([][]any, len(rows))
+	for i, r := range rows {
+		var runAfter any
+		if !r.RunAfter.IsZero() {
+			runAfter = ms(r.RunAfter)
+		}
+		list[i] = []any{r.TaskID, r.Epoch, b2i(r.BumpEpoch), b2i(r.Uncharge), runAfter, string(r.Code), r.Message, b2i(r.LeaseDue)}
+	}
+	res, err := t.tx.QueryContext(t.ctx, `UPDATE task_queue AS q SET state = 'queued',
+			attempt = q.attempt - u.uncharge, lease_epoch = q.lease_epoch + u.bump,
+			lease_owner = NULL, lease_expires_at = NULL, run_after = u.run_after,
+			error_code = CASE WHEN u.uncharge THEN q.error_code ELSE nullif(u.code, '') END,
+			error_message = CASE WHEN u.uncharge THEN q.error_message ELSE nullif(u.message, '') END
+		FROM (SELECT value->>0 AS id, value->>1 AS epoch, value->>2 AS bump, value->>3 AS uncharge,
+				value->>4 AS run_after, value->>5 AS code, value->>6 AS message, value->>7 AS lease_due
+			FROM json_each(?1)) AS u
+		WHERE q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
+			AND (u.lease_due = 0 OR q.lease_expires_at <= ?2)
+		RETURNING id, tenant, pool, 'running', lease_epoch, run_after IS NULL`, jsonArg(list), ms(now))
+	if err != nil {
+		return nil, err
+	}
+	return collect(res, scanMoved)
+}
+
+func scanMoved(r *sql.Rows) (engine.Moved, error) {
+	var m engine.Moved
+	var pool, from string
+	err := r.Scan(&m.TaskID, &m.Tenant, &pool, &from, &m.Epoch, &m.Ready)
+	m.Pool, m.From = dockettype.Pool(pool), dockettype.State(from)
+	return m, err
+}
+
+// States reads the current state of tasks, live or finished.
+func (t *txn) States(ids []string) (map[string]dockettype.State, error) {
+	list := jsonArg(ids)
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, state FROM task_queue WHERE id IN (SELECT value FROM json_each(?1))
+		UNION ALL SELECT task_id, state FROM task_results WHERE task_id IN (SELECT value FROM json_each(?1))`, list)
+	if err != nil {
+		return nil, err
+	}
+	type idState struct{ id, state string }
+	found, err := collect(rows, func(r *sql.Rows) (idState, error) {
+		var s idState
+		err := r.Scan(&s.id, &s.state)
+		return s, err
+	})
+	out := make(map[string]dockettype.State, len(found))
+	for _, s := range found {
+		out[s.id] = dockettype.State(s.state)
+	}
+	return out, err
+}
+
+// Renew extends the leases still held.
+func (t *txn) Renew(leases []store.Lease, expires time.Time) ([]store.Lease, error) {
+	list := make([][]any, len(leases))
+	for i, l := range leases {
+		list[i] = []any{l.TaskID, l.Epoch}
+	}
+	rows, err := t.tx.QueryContext(t.ctx, `UPDATE task_queue AS q SET lease_expires_at = ?
+		FROM (SELECT value->>0 AS id, value->>1 AS epoch FROM json_each(?)) AS l
+		WHERE q.id = l.id AND q.lease_epoch = l.epoch AND q.state = 'running'
+		RETURNING id, lease_epoch`, ms(expires), jsonArg(list))
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r *sql.Rows) (store.Lease, error) {
+		var l store.Lease
+		err := r.Scan(&l.TaskID, &l.Epoch)
+		return l, err
+	})
+}
+
+// LeaseAttempt reads the attempt of a task running under lease.
+func (t *txn) LeaseAttempt(lease store.Lease) (int, bool, error) {
+	var attempt int
+	err := t.tx.QueryRowContext(t.ctx, "SELECT attempt FROM task_queue WHERE id = ? AND lease_epoch = ? AND state = 'running'",
+		lease.TaskID, lease.Epoch).Scan(&attempt)
+	if err == sql.ErrNoRows {
+		return 0, false, nil
+	}
+	return attempt, err == nil, err
+}
+
+// InsertEvidence records evidence items.
+func (t *txn) InsertEvidence(lease store.Lease, attempt int, items []store.EvidenceItem, now time.Time) error {
+	rows := make([][]any, len(items))
+	for i, it := range items {
+		rows[i] = []any{lease.TaskID, attempt, lease.Epoch, it.Kind, it.Body, ms(now)}
+	}
+	return t.insertRows("INSERT INTO evidence (task_id, attempt, epoch, kind, body, created_at)", "", 6, rows)
+}
+
+// LockTask reads a tenant's live task, or its result.
+func (t *txn) LockTask(tenant, id string) (dockettype.State, int64, bool, error) {
+	var state string
+	var epoch int64
+	err := t.tx.QueryRowContext(t.ctx, "SELECT state, lease_epoch FROM task_queue WHERE id = ? AND tenant = ?", id, tenant).
+		Scan(&state, &epoch)
+	if err == nil {
+		return dockettype.State(state), epoch, true, nil
+	}
+	if err != sql.ErrNoRows {
+		return "", 0, false, err
+	}
+	err = t.tx.QueryRowContext(t.ctx, "SELECT state, lease_epoch FROM task_results WHERE task_id = ? AND tenant = ?", id, tenant).
+		Scan(&state, &epoch)
+	if err != nil {
+		return "", 0, false, err // sql.ErrNoRows → ErrNotFound
+	}
+	return dockettype.State(state), epoch, false, nil
+}
+
+// FinishedBefore reads the oldest results from the front of the table.
+func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
+	rows, err := t.tx.QueryContext(t.ctx, "SELECT task_id FROM task_results WHERE finished_at < ? ORDER BY rowid LIMIT ?",
+		ms(before), limit)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanString)
+}
+
+// DeleteTasks deletes finished tasks with everything they own. The guard
+// row lets this one transaction delete history.
+func (t *txn) DeleteTasks(ids []string) error {
+	list := jsonArg(ids)
+	for _, q := range []string{
+		"UPDATE retention_guard SET deleting = 1",
+		`DELETE FROM idempotency_keys WHERE (tenant, key) IN (
+			SELECT t.tenant, t.idempotency_key FROM tasks t WHERE t.id IN (SELECT value FROM json_each(?1)))
+			AND task_id IN (SELECT value FROM json_each(?1))`,
+		"DELETE FROM task_events WHERE task_id IN (SELECT value FROM json_each(?1))",
+		"DELETE FROM evidence WHERE task_id IN (SELECT value FROM json_each(?1))",
+		"DELETE FROM task_results WHERE task_id IN (SELECT value FROM json_each(?1))",
+		`DELETE FROM tasks WHERE id IN (SELECT value FROM json_each(?1))
+			AND NOT EXISTS (SELECT 1 FROM task_queue q WHERE q.id = tasks.id)`,
+		"UPDATE retention_guard SET deleting = 0",
+	} {
+		var args []any
+		if strings.Contains(q, "?1") {
+			args = []any{list}
+		}
+		if err := t.exec(q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddInFlight adds to counters: slot 0 for admission, slot 1 for releases.
+func (t *txn) AddInFlight(deltas []engine.CounterDelta, release bool) error {
+	slot := b2i(release)
+	for _, d := range deltas {
+		if err := t.exec(`INSERT INTO counters (scope, key, slot, n) VALUES (?, ?, ?, ?)
+			ON CONFLICT (scope, key, slot) DO UPDATE SET n = n + excluded.n`, d.Scope, d.Key, slot, d.N); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddQueued changes ready counts; see engine.Tx.
+func (t *txn) AddQueued(deltas []engine.QueueDelta) error {
+	for _, d := range deltas {
+		var err error
+		if d.N > 0 {
+			err = t.exec(`INSERT INTO tenant_queues (pool, tenant, queued, vtime)
+				VALUES (?1, ?2, ?3, coalesce(
+					(SELECT min(a.vtime) FROM tenant_queues a WHERE a.pool = ?1 AND a.queued > 0),
+					(SELECT max(a.vtime) FROM tenant_queues a WHERE a.pool = ?1), 0))
+				ON CONFLICT (pool, tenant) DO UPDATE SET
+					vtime = CASE WHEN queued = 0 THEN max(vtime, excluded.vtime) ELSE vtime END,
+					queued = queued + excluded.queued`, string(d.Pool), d.Tenant, d.N)
+		} else {
+			err = t.exec("UPDATE tenant_queues SET queued = max(queued + ?, 0) WHERE pool = ? AND tenant = ?",
+				d.N, string(d.Pool), d.Tenant)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InsertEvents appends history rows in order.
+func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
+	rows := make([][]any, len(events))
+	nowMS := ms(now)
+	for i, e := range events {
+		rows[i] = []any{e.TaskID, string(e.From), string(e.To), e.Epoch, string(e.Code), nowMS}
+	}
+	return t.insertRows("INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at)", "", 6, rows)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
