@@ -13,7 +13,11 @@ import (
 
 // EnsureTenant creates the tenant if missing.
 func (s *Store) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (bool, error) {
-	tag, err := s.pool.Exec(ctx, "INSERT INTO tenants (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", p.ID, ts(p.Now))
+	if p.DefaultMaxInFlight < 0 {
+		return false, fmt.Errorf("ensure_tenant: %w", store.ErrInvalid)
+	}
+	tag, err := s.pool.Exec(ctx, "INSERT INTO tenants (id, max_in_flight, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+		p.ID, p.DefaultMaxInFlight, ts(p.Now))
 	if err != nil {
 		return false, interpretError("ensure_tenant", err)
 	}

@@ -10,9 +10,13 @@ import (
 
 // EnsureTenant creates the tenant if missing.
 func (s *Store) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (bool, error) {
+	if p.DefaultMaxInFlight < 0 {
+		return false, fmt.Errorf("ensure_tenant: %w", store.ErrInvalid)
+	}
 	var created bool
 	err := s.write(ctx, "ensure_tenant", func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, "INSERT INTO tenants (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", p.ID, ms(p.Now))
+		res, err := tx.ExecContext(ctx, "INSERT INTO tenants (id, max_in_flight, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+			p.ID, p.DefaultMaxInFlight, ms(p.Now))
 		if err != nil {
 			return err
 		}
