@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -16,6 +15,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/auth"
 	"github.com/docket-dev/docket/internal/demo"
+	"github.com/docket-dev/docket/internal/dsn"
 	"github.com/docket-dev/docket/internal/httpapi"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/quality"
@@ -50,6 +50,20 @@ type Config struct {
 	MaxBodyBytes      int64  // default 1 MiB
 	SQLiteSynchronous string // full (default) or normal
 
+	// DefaultTenantLimit is the in-flight limit of a tenant created on
+	// first use (the demo tenant, a tenant the admin API creates); tenants
+	// that exist keep theirs. 0: DefaultTenantLimit; < 0: unlimited.
+	DefaultTenantLimit int
+	// MaxConnections bounds open client connections; 0: 4096. It is
+	// lowered to fit the process's open-file limit.
+	MaxConnections int
+	// BodyTimeout is how long a client has to send a request body once
+	// its headers are in; default 30s.
+	BodyTimeout time.Duration
+	// MaxWaits and MaxWaitsPerTenant bound the long polls (?wait=) held
+	// at once; default 1000 and 100; < 0: no bound.
+	MaxWaits, MaxWaitsPerTenant int
+
 	// Workflows holds the embedder's own workflows; built-ins are added to
 	// it. Nil means built-ins only.
 	Workflows *workflow.Registry
@@ -68,6 +82,14 @@ type Server struct {
 	metrics *metrics.Metrics
 	clock   clockwork.Clock
 }
+
+// DefaultTenantLimit is the in-flight limit of a tenant created on first
+// use when Config.DefaultTenantLimit is 0.
+const DefaultTenantLimit = 1000
+
+// reservedFiles are the open files kept for the store, logs and the
+// listener when MaxConnections is fitted to the open-file limit.
+const reservedFiles = 256
 
 // ErrNoPublishedRules is returned by New in pilot mode when no rule set
 // version has been published (see `docket rules publish`).
@@ -90,6 +112,21 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Workflows == nil {
 		cfg.Workflows = workflow.NewRegistry()
+	}
+	switch {
+	case cfg.DefaultTenantLimit == 0:
+		cfg.DefaultTenantLimit = DefaultTenantLimit
+	case cfg.DefaultTenantLimit < 0:
+		cfg.DefaultTenantLimit = 0 // unlimited, as the store spells it
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = httpapi.DefaultMaxConnections
+	}
+	if limit, ok := openFileLimit(); ok && uint64(cfg.MaxConnections)+reservedFiles > limit {
+		fitted := max(int(limit)-reservedFiles, int(limit/2), 1)
+		cfg.Logger.Warn("max connections lowered to fit the open-file limit",
+			"max_connections", fitted, "asked", cfg.MaxConnections, "open_file_limit", limit)
+		cfg.MaxConnections = fitted
 	}
 	st, err := OpenStore(ctx, cfg.DB, StoreOptions{SQLiteSynchronous: cfg.SQLiteSynchronous})
 	if err != nil {
@@ -139,22 +176,31 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
+	s.metrics.ObservePools(func() []metrics.PoolWorkers {
+		stats := s.svc.WorkerStats()
+		out := make([]metrics.PoolWorkers, len(stats))
+		for i, st := range stats {
+			out[i] = metrics.PoolWorkers{Pool: st.Pool, Workers: st.Workers, Busy: st.Busy}
+		}
+		return out
+	})
 	handler := httpapi.New(s.svc, auth.NewAuthenticator(st), httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger, Metrics: s.metrics, Clock: clock,
+		Version: Version(), BodyTimeout: cfg.BodyTimeout,
+		MaxWaits: cfg.MaxWaits, MaxWaitsPerTenant: cfg.MaxWaitsPerTenant,
+		MaxTimeout: s.svc.Config().MaxTimeout,
+		Tenants:    st, DefaultTenantLimit: cfg.DefaultTenantLimit,
 	})
-	s.http = &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-	}
+	s.http = httpapi.NewServer(handler, slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn))
 	return s, nil
 }
 
 // Bootstrap creates tenant "demo" on first start and returns a new API key
 // for it; on later starts it returns "" (the key was shown once).
 func (s *Server) Bootstrap(ctx context.Context) (string, error) {
-	created, err := s.store.EnsureTenant(ctx, &store.EnsureTenantParams{Now: s.clock.Now(), ID: "demo"})
+	created, err := s.store.EnsureTenant(ctx, &store.EnsureTenantParams{
+		Now: s.clock.Now(), ID: "demo", DefaultMaxInFlight: s.cfg.DefaultTenantLimit,
+	})
 	if err != nil || !created {
 		return "", err
 	}
@@ -172,13 +218,15 @@ func (s *Server) Start(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	ln = httpapi.LimitListener(ln, s.cfg.MaxConnections, s.metrics.HTTPConnections)
 	s.ln = ln
 	go func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server stopped", "code", dockettype.CodeInternal)
 		}
 	}()
-	s.log.Info("docket started", "addr", ln.Addr().String(), "mode", s.cfg.Mode)
+	s.log.Info("docket started", "addr", ln.Addr().String(), "mode", s.cfg.Mode, "version", Version(),
+		"max_connections", s.cfg.MaxConnections)
 	return nil
 }
 
@@ -228,7 +276,10 @@ func (s *Server) Stop() error {
 	return s.Shutdown(ctx)
 }
 
-// IsPostgresURL reports whether dsn names a PostgreSQL database.
-func IsPostgresURL(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
-}
+// IsPostgresURL reports whether db names a PostgreSQL database.
+func IsPostgresURL(db string) bool { return dsn.IsPostgres(db) }
+
+// RedactDB returns the database string db with every credential masked
+// (a URL's password, password= and sslpassword= parameters): print or log
+// it only this way.
+func RedactDB(db string) string { return dsn.Redact(db) }

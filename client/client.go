@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -148,7 +149,9 @@ func (c *Client) Get(ctx context.Context, id string) (*dockettype.Task, error) {
 
 // Wait returns the task once it is terminal, or as it is when d has passed.
 // The server holds each request for at most MaxServerWait; a longer d polls
-// again until the task is terminal, d has passed or ctx is done.
+// again until the task is terminal, d has passed or ctx is done. When the
+// server holds too many long polls (429 too_many_requests), Wait pauses for
+// its Retry-After and asks again, within d.
 func (c *Client) Wait(ctx context.Context, id string, d time.Duration) (*dockettype.Task, error) {
 	if d <= 0 {
 		return c.Get(ctx, id)
@@ -169,12 +172,44 @@ func (c *Client) Wait(ctx context.Context, id string, d time.Duration) (*dockett
 		var t dockettype.Task
 		q := url.Values{"wait": {wait.String()}}
 		if _, err := c.do(ctx, http.MethodGet, taskPath(id), q, nil, nil, &t); err != nil {
-			return nil, err
+			if !IsCode(err, dockettype.CodeTooManyRequests) {
+				return nil, err
+			}
+			// The server holds too many long polls: wait as it asks (within
+			// d), then ask again.
+			if err := pause(ctx, min(max(retryAfterOf(err), minRetryDelay), remaining)); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		// Poll again only when this request could not cover the rest of d.
 		if t.State.Terminal() || wait < MaxServerWait || waitCtx.Err() != nil {
 			return &t, nil
 		}
+	}
+}
+
+// minRetryDelay is the shortest pause before a refused long poll is tried
+// again, whatever Retry-After says.
+const minRetryDelay = 100 * time.Millisecond
+
+func retryAfterOf(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// pause waits d, or until ctx is done.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

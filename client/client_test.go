@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -335,5 +336,36 @@ func TestContextCancelled(t *testing.T) {
 	_, err = c.Wait(ctx, res.Task.ID, time.Minute)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+}
+
+// A long poll refused with 429 too_many_requests is asked again after
+// Retry-After, within the wait.
+func TestWaitRetriesRefusedLongPoll(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"code":"too_many_requests","message":"too many long polls","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"}}`)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(dockettype.Task{ID: "t", State: dockettype.StateSucceeded})
+	}))
+	t.Cleanup(srv.Close)
+	task, err := client.New(srv.URL, "dk_k").Wait(context.Background(), "t", 30*time.Second)
+	if err != nil || task.State != dockettype.StateSucceeded {
+		t.Fatalf("wait = %+v, %v", task, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 2 {
+		t.Fatalf("%d requests, want 2", calls)
 	}
 }

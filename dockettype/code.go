@@ -12,9 +12,11 @@ const (
 	CodeUnknownWorkflow     Code = "unknown_workflow"      // 400: the workflow is not registered in this mode
 	CodePayloadTooLarge     Code = "payload_too_large"     // 413: body over the limit
 	CodeNotFound            Code = "not_found"             // 404: no such task for this tenant
+	CodeMethodNotAllowed    Code = "method_not_allowed"    // 405: the route does not serve this method (see the Allow header)
 	CodeIdempotencyConflict Code = "idempotency_conflict"  // 409: key reused with a different request
 	CodeQueueFull           Code = "queue_full"            // 429: the pool's capacity is reached
 	CodeTenantQuotaExceeded Code = "tenant_quota_exceeded" // 429: the tenant's in-flight limit is reached
+	CodeTooManyRequests     Code = "too_many_requests"     // 429: too many concurrent long polls, for the tenant or the server
 	CodeStoreUnavailable    Code = "store_unavailable"     // 503: the database cannot be reached
 	CodeInternal            Code = "internal"              // 500: an unexpected server fault (logged by code only)
 
@@ -32,8 +34,8 @@ const (
 // Codes lists the closed set, in documentation order.
 var Codes = []Code{
 	CodeUnauthenticated, CodeForbidden, CodeInvalidRequest, CodeUnknownWorkflow,
-	CodePayloadTooLarge, CodeNotFound, CodeIdempotencyConflict, CodeQueueFull,
-	CodeTenantQuotaExceeded, CodeStoreUnavailable, CodeInternal,
+	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeQueueFull,
+	CodeTenantQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal,
 	CodeLeaseLost, CodeWorkerPanic, CodeDeadlineExceeded, CodeCancelled,
 	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeStaleLease,
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/docket-dev/docket/internal/auth"
 	"github.com/docket-dev/docket/internal/quality"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/tenantlimits"
 )
 
 func migrateCmd(args []string, stdout, stderr io.Writer) error {
@@ -27,32 +29,67 @@ func migrateCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "migrations applied to %s\n", *db)
+	fmt.Fprintf(stdout, "migrations applied to %s\n", docket.RedactDB(*db))
 	return st.Close()
 }
 
+// openExisting opens the database of an admin command. A SQLite file that
+// does not exist is refused rather than created: a new empty database
+// would hold a key or a rule set that no server reads.
+func openExisting(ctx context.Context, db string) (store.Store, error) {
+	if !docket.IsPostgresURL(db) {
+		if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no database at %s: check --db (only `docket serve` and `docket migrate` create one)", docket.RedactDB(db))
+		}
+	}
+	return docket.OpenStore(ctx, db, docket.StoreOptions{})
+}
+
+// defaultTenantLimitFlag is --default-tenant-limit: the in-flight limit of
+// a tenant created on first use. Its flag value 0 means unlimited.
+func defaultTenantLimitFlag(fs *flag.FlagSet) *int {
+	return fs.Int("default-tenant-limit", docket.DefaultTenantLimit,
+		"in-flight limit of a tenant created on first use (0: unlimited); tenants that exist keep theirs")
+}
+
+const keysUsage = `usage: docket keys create --tenant T --principal P [--role member|admin] [flags]
+
+Run 'docket keys create --help' for its flags.
+`
+
 func keysCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		fmt.Fprintln(stderr, "usage: docket keys create --tenant T --principal P [--role member|admin]")
-		return errUsage
+		return groupHelp(args, keysUsage, stderr)
 	}
 	fs := newFlags("keys create", stderr)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant the key belongs to (created if missing)")
 	principal := fs.String("principal", "", "principal: the author of tasks submitted with the key")
-	role := fs.String("role", "member", "member or admin")
+	role := fs.String("role", "member", "member (its tenant's tasks) or admin (also the admin API)")
+	defaultLimit := defaultTenantLimitFlag(fs)
 	if _, err := parse(fs, args[1:]); err != nil {
 		return err
 	}
 	if *tenant == "" || *principal == "" {
 		return errors.New("--tenant and --principal are required")
 	}
-	st, err := docket.OpenStore(context.Background(), *db, docket.StoreOptions{})
+	if *defaultLimit < 0 {
+		return errors.New("--default-tenant-limit must be >= 0 (0: unlimited)")
+	}
+	ctx := context.Background()
+	st, err := openExisting(ctx, *db)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	key, _, err := auth.CreateKey(context.Background(), st, time.Now(), *tenant, *principal, dockettype.Role(*role))
+	now := time.Now()
+	if auth.ValidName(*tenant) {
+		_, err := st.EnsureTenant(ctx, &store.EnsureTenantParams{Now: now, ID: *tenant, DefaultMaxInFlight: *defaultLimit})
+		if err != nil {
+			return fmt.Errorf("create tenant: %w", err)
+		}
+	}
+	key, _, err := auth.CreateKey(ctx, st, now, *tenant, *principal, dockettype.Role(*role))
 	if err != nil {
 		return err
 	}
@@ -60,51 +97,64 @@ func keysCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+const tenantsUsage = `usage: docket tenants set-limits --tenant T [--max-in-flight N] [--weight W] [flags]
+
+Run 'docket tenants set-limits --help' for its flags.
+`
+
 func tenantsCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "set-limits" {
-		fmt.Fprintln(stderr, "usage: docket tenants set-limits --tenant T --max-in-flight N [--weight W]")
-		return errUsage
+		return groupHelp(args, tenantsUsage, stderr)
 	}
 	fs := newFlags("tenants set-limits", stderr)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant to configure (created if missing)")
 	maxInFlight := fs.Int("max-in-flight", 0, "most non-terminal tasks of the tenant (0: unlimited); unchanged when not given")
 	weight := fs.Int("weight", 1, "dispatch weight relative to other tenants (>= 1); unchanged when not given")
+	defaultLimit := defaultTenantLimitFlag(fs)
 	if _, err := parse(fs, args[1:]); err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if !auth.ValidName(*tenant) {
-		return errors.New("--tenant is required: 1-64 characters of [A-Za-z0-9._@-]")
+	change := &tenantlimits.Change{Now: time.Now(), Tenant: *tenant, DefaultMaxInFlight: *defaultLimit}
+	// Flags given on the command line or by their environment variable.
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "max-in-flight":
+			change.MaxInFlight = maxInFlight
+		case "weight":
+			change.Weight = weight
+		}
+	})
+	if err := change.Validate(); err != nil {
+		return errors.New(messageOf(err))
 	}
-	if *maxInFlight < 0 || *weight < 1 {
-		return errors.New("--max-in-flight must be >= 0 and --weight >= 1")
-	}
-	st, err := docket.OpenStore(context.Background(), *db, docket.StoreOptions{})
+	ctx := context.Background()
+	st, err := openExisting(ctx, *db)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	p := &store.UpdateTenantParams{Now: time.Now(), Tenant: *tenant}
-	if given["max-in-flight"] {
-		p.MaxInFlight = maxInFlight
-	}
-	if given["weight"] {
-		p.Weight = weight
-	}
-	ten, err := st.UpdateTenant(context.Background(), p)
+	t, err := tenantlimits.Apply(ctx, st, change)
 	if err != nil {
-		return err
+		return errors.New(messageOf(err))
 	}
-	fmt.Fprintf(stdout, "tenant %s: max in flight %d, weight %d\n", ten.ID, ten.MaxInFlight, ten.Weight)
+	limit := fmt.Sprint(t.MaxInFlight)
+	if t.MaxInFlight == 0 {
+		limit = "unlimited"
+	}
+	fmt.Fprintf(stdout, "tenant %s: max in flight %s, weight %d\n", t.ID, limit, t.Weight)
 	return nil
 }
 
+const rulesUsage = `usage: docket rules publish [flags] FILE
+       docket rules list [flags]
+
+Run 'docket rules publish --help' or 'docket rules list --help' for their flags.
+`
+
 func rulesCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "publish" && args[0] != "list") {
-		fmt.Fprintln(stderr, "usage: docket rules publish FILE | docket rules list")
-		return errUsage
+		return groupHelp(args, rulesUsage, stderr)
 	}
 	fs := newFlags("rules "+args[0], stderr)
 	db := dbFlag(fs)
@@ -115,7 +165,8 @@ func rulesCmd(args []string, stdout, stderr io.Writer) error {
 	ctx := context.Background()
 	if args[0] == "publish" {
 		if len(files) != 1 {
-			return errors.New("usage: docket rules publish FILE")
+			fmt.Fprint(stderr, rulesUsage)
+			return errUsage
 		}
 		body, err := os.ReadFile(files[0])
 		if err != nil {
@@ -129,7 +180,7 @@ func rulesCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		st, err := docket.OpenStore(ctx, *db, docket.StoreOptions{})
+		st, err := openExisting(ctx, *db)
 		if err != nil {
 			return err
 		}
@@ -141,7 +192,7 @@ func rulesCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "published %s (%s)\n", rs.Version, rs.Hash)
 		return nil
 	}
-	st, err := docket.OpenStore(ctx, *db, docket.StoreOptions{})
+	st, err := openExisting(ctx, *db)
 	if err != nil {
 		return err
 	}
@@ -157,4 +208,14 @@ func rulesCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", rs.Version, rs.PublishedAt.Format(time.RFC3339), rs.Hash)
 	}
 	return tw.Flush()
+}
+
+// messageOf is the message of a *dockettype.Error (its code is for
+// programs), or the error's text.
+func messageOf(err error) string {
+	var de *dockettype.Error
+	if errors.As(err, &de) {
+		return de.Message
+	}
+	return err.Error()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docket-dev/docket/internal/auth"
+	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 )
 
@@ -52,6 +53,25 @@ func TestParseFlagsAnywhereAndFromEnv(t *testing.T) {
 
 func TestAdminCommands(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "docket.db")
+	// Admin commands refuse a database that does not exist: only serve and
+	// migrate create one.
+	for _, args := range [][]string{
+		{"keys", "create", "--tenant", "acme", "--principal", "alice"},
+		{"tenants", "set-limits", "--tenant", "acme", "--weight", "2"},
+		{"rules", "list"},
+	} {
+		code, out, errOut := runCLI(t, append(args, "--db", db)...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "no database at "+db) {
+			t.Fatalf("%v on a missing database: exit %d, stdout %q, stderr %q; want exit 1 naming the path", args, code, out, errOut)
+		}
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Fatalf("%v created %s", args, db)
+		}
+	}
+	if code, out, errOut := runCLI(t, "migrate", "--db", db); code != 0 || !strings.Contains(out, "migrations applied") {
+		t.Fatalf("migrate: exit %d: %s %s", code, out, errOut)
+	}
+
 	code, out, errOut := runCLI(t, "keys", "create", "--tenant", "acme", "--principal", "alice", "--db", db)
 	if code != 0 {
 		t.Fatalf("keys create: exit %d: %s", code, errOut)
@@ -60,26 +80,56 @@ func TestAdminCommands(t *testing.T) {
 	if !strings.HasPrefix(key, auth.KeyPrefix) || strings.Count(out, "\n") != 1 {
 		t.Fatalf("keys create printed %q, want the key alone on one line", out)
 	}
-	code, _, errOut = runCLI(t, "tenants", "set-limits", "--db", db, "--tenant", "acme", "--max-in-flight", "10", "--weight", "3")
-	if code != 0 {
-		t.Fatalf("set-limits: exit %d: %s", code, errOut)
+	// A tenant created by keys create gets the default in-flight limit.
+	if tn := tenant(t, db, "acme"); tn.MaxInFlight != 1000 || tn.Weight != 1 {
+		t.Fatalf("tenant created by keys create = %+v, want the default limit 1000, weight 1", tn)
 	}
+	code, _, errOut = runCLI(t, "keys", "create", "--tenant", "tiny", "--principal", "bob", "--default-tenant-limit", "3", "--db", db)
+	if code != 0 || tenant(t, db, "tiny").MaxInFlight != 3 {
+		t.Fatalf("keys create --default-tenant-limit 3: exit %d %s, tenant %+v", code, errOut, tenant(t, db, "tiny"))
+	}
+
+	code, out, errOut = runCLI(t, "tenants", "set-limits", "--db", db, "--tenant", "acme", "--max-in-flight", "10", "--weight", "3")
+	if code != 0 || out != "tenant acme: max in flight 10, weight 3\n" {
+		t.Fatalf("set-limits: exit %d: %q %s", code, out, errOut)
+	}
+	// Only the flags given change.
+	code, out, errOut = runCLI(t, "tenants", "set-limits", "--db", db, "--tenant", "acme", "--weight", "5")
+	if code != 0 || out != "tenant acme: max in flight 10, weight 5\n" {
+		t.Fatalf("set-limits --weight alone: exit %d: %q %s; want the limit kept", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "tenants", "set-limits", "--db", db, "--tenant", "acme", "--max-in-flight", "0")
+	if code != 0 || out != "tenant acme: max in flight unlimited, weight 5\n" {
+		t.Fatalf("set-limits --max-in-flight 0: exit %d: %q; want unlimited, weight kept", code, out)
+	}
+
 	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	p, err := auth.NewAuthenticator(st).Authenticate(context.Background(), key)
-	if err != nil || p.Tenant != "acme" || p.Name != "alice" {
-		t.Fatalf("the printed key authenticates as %+v (%v), want acme/alice", p, err)
+	if err != nil || p.Tenant != "acme" || p.Name != "alice" || p.Role != "member" {
+		t.Fatalf("the printed key authenticates as %+v (%v), want acme/alice member", p, err)
 	}
-	tn, err := st.GetTenant(context.Background(), "acme")
-	if err != nil || tn.MaxInFlight != 10 || tn.Weight != 3 {
-		t.Fatalf("tenant = %+v %v, want limit 10 weight 3", tn, err)
+	if code, _, errOut := runCLI(t, "tenants", "set-limits", "--db", db, "--tenant", "acme", "--weight", "0"); code != 1 || !strings.Contains(errOut, "weight must be between 1") {
+		t.Fatalf("weight 0: exit %d %q, want refused", code, errOut)
 	}
-	if code, _, _ := runCLI(t, "tenants", "set-limits", "--db", db, "--tenant", "acme", "--max-in-flight", "1", "--weight", "0"); code == 0 {
-		t.Fatal("weight 0 accepted")
+}
+
+// tenant reads a tenant straight from a SQLite database.
+func tenant(t *testing.T, db, id string) *store.Tenant {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer st.Close()
+	tn, err := st.GetTenant(context.Background(), id)
+	if err != nil {
+		t.Fatalf("tenant %s: %v", id, err)
+	}
+	return tn
 }
 
 func TestRulesPublishAndPilotMode(t *testing.T) {
@@ -122,14 +172,30 @@ func TestUnknownCommandAndUsage(t *testing.T) {
 	}
 }
 
-func TestRedactDSN(t *testing.T) {
-	for in, want := range map[string]string{
-		"postgres://bob:s3cret@db:5432/docket": "postgres://bob:xxxxx@db:5432/docket",
-		"postgres://bob@db/docket":             "postgres://bob@db/docket",
-		"./docket.db":                          "./docket.db",
+func TestDatabasePasswordIsNeverPrinted(t *testing.T) {
+	// Nothing listens on port 1: each command fails to connect, and neither
+	// its output nor its error may show a credential.
+	for _, db := range []string{
+		"postgres://bob:s3cret-url@127.0.0.1:1/docket?sslmode=disable&connect_timeout=2",
+		"postgres://bob@127.0.0.1:1/docket?password=s3cret-param&sslmode=disable&connect_timeout=2",
+		"host=127.0.0.1 port=1 password=s3cret-kv dbname=docket", // not a URL: taken for a SQLite path
 	} {
-		if got := redactDSN(in); got != want {
-			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
+		for _, args := range [][]string{
+			{"migrate", "--db", db},
+			{"keys", "create", "--tenant", "a", "--principal", "b", "--db", db},
+			{"rules", "list", "--db", db},
+			{"serve", "--db", db, "--listen", "127.0.0.1:0"},
+		} {
+			if strings.HasPrefix(db, "host=") && (args[0] == "migrate" || args[0] == "serve") {
+				continue // these would create a SQLite file by that name
+			}
+			code, out, errOut := runCLI(t, args...)
+			if code == 0 {
+				t.Errorf("%v succeeded against a closed port", args)
+			}
+			if strings.Contains(out+errOut, "s3cret") {
+				t.Errorf("%v printed the password:\nstdout: %s\nstderr: %s", args, out, errOut)
+			}
 		}
 	}
 }

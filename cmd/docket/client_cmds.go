@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
@@ -103,29 +104,24 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	return printJSON(stdout, task)
 }
 
-// idArg parses a command that takes one task ID.
+// idArg parses a command that takes one task ID, before or after its
+// flags (docket get --wait 5s ID, docket get ID --wait 5s).
 func idArg(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*client.Client, string, error) {
 	fs := newFlags(name, stderr)
 	url, key := clientFlags(fs)
 	if extra != nil {
 		extra(fs)
 	}
-	// Accept the ID before or after the flags.
-	var id string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return nil, "", err
 	}
-	if id == "" && fs.NArg() == 1 {
-		id = fs.Arg(0)
-	}
-	if id == "" {
-		return nil, "", fmt.Errorf("usage: docket %s ID", name)
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "usage: docket %s %s\nRun 'docket %s --help' for its flags.\n", name, commandHelp[name].args, name)
+		return nil, "", errUsage
 	}
 	c, err := newClient(*url, *key)
-	return c, id, err
+	return c, pos[0], err
 }
 
 func getCmd(args []string, stdout, stderr io.Writer) error {
@@ -193,6 +189,7 @@ func listCmd(args []string, stdout, stderr io.Writer) error {
 	pool := fs.String("pool", "", "only tasks of this pool")
 	limit := fs.Int("limit", 50, "page size (1..500)")
 	after := fs.String("after", "", "cursor: the next value of the previous page")
+	asJSON := fs.Bool("json", !isTerminal(stdout), "print the API's JSON ({\"tasks\":[…],\"next\":…}); default: a table on a terminal, JSON otherwise")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -204,5 +201,48 @@ func listCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(stdout, page)
+	if *asJSON {
+		return printJSON(stdout, listPage{Tasks: page.Tasks, Next: page.Next})
+	}
+	return printTaskTable(stdout, page)
+}
+
+// listPage is a page as the API spells it (GET /v1/tasks).
+type listPage struct {
+	Tasks []*dockettype.Task `json:"tasks"`
+	Next  string             `json:"next,omitempty"`
+}
+
+// printTaskTable prints a page as a table, and how to get the next one.
+func printTaskTable(w io.Writer, page *client.ListResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tWORKFLOW\tPOOL\tATTEMPT\tCREATED\tERROR")
+	for _, t := range page.Tasks {
+		code := "-"
+		if t.Error != nil {
+			code = string(t.Error.Code)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.State, t.Workflow, t.Pool,
+			t.Attempt, t.MaxAttempts, t.CreatedAt.Local().Format(time.DateTime), code)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(page.Tasks) == 0 {
+		fmt.Fprintln(w, "(no tasks)")
+	}
+	if page.Next != "" {
+		fmt.Fprintf(w, "\nnext page: add --after %s\n", page.Next)
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

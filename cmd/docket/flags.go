@@ -9,24 +9,56 @@ import (
 	"strings"
 )
 
-// errUsage: the flag package already printed what was wrong.
+// errUsage: what was wrong has been printed already; exit 2.
 var errUsage = errors.New("usage")
 
-// newFlags returns a flag set for one command.
+// helpError carries a command's help, asked for with -h or --help: it is
+// printed on stdout and the exit status is 0.
+type helpError struct{ text string }
+
+func (e *helpError) Error() string { return "help requested" }
+
+// commandHelp is what a command's --help says above its flags: the
+// arguments after the command's name, and what it does.
+var commandHelp = map[string]struct{ args, summary string }{
+	"serve":              {"[flags]", "Run the HTTP API, the worker pools and the schedulers. Only serve and migrate create a SQLite database."},
+	"migrate":            {"[flags]", "Create the database if it is missing and apply pending migrations."},
+	"keys create":        {"--tenant T --principal P [--role member|admin] [flags]", "Create an API key and print it alone on stdout (it is not shown again). A missing tenant is created with --default-tenant-limit."},
+	"tenants set-limits": {"--tenant T [--max-in-flight N] [--weight W] [flags]", "Change a tenant's in-flight limit and dispatch weight: only the flags given change. A missing tenant is created with --default-tenant-limit."},
+	"rules publish":      {"[flags] FILE", "Validate a quality rule set and publish it as the next version."},
+	"rules list":         {"[flags]", "List the published rule set versions."},
+	"submit":             {"--workflow W [flags]", "Submit a task and print it (with --wait, once it has finished)."},
+	"get":                {"[flags] ID", "Show a task; with --wait, wait for it to finish first."},
+	"cancel":             {"[flags] ID", "Cancel a queued or running task and show it."},
+	"list":               {"[flags]", "List your tenant's tasks, newest first: a table on a terminal, the API's JSON otherwise (or with --json)."},
+	"events":             {"[flags] ID", "Show a task's history."},
+	"evidence":           {"[flags] ID", "Show the evidence a task's workflow recorded."},
+	"bench":              {"[flags]", "Measure end-to-end throughput and latency against a running server."},
+	"version":            {"", "Print the version of this binary."},
+}
+
+// newFlags returns a flag set for one command ("serve", "keys create", …).
+// Parse it with parse.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("docket "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {} // parse prints the help or a hint itself
 	return fs
 }
 
-// parse parses args (flags may come before or after positional
-// arguments, which it returns), then fills every flag not given on the
-// command line from its environment variable (DOCKET_ + the flag name in
-// upper snake case), so that --lease-ttl reads DOCKET_LEASE_TTL.
+// parse parses args (flags may come before or after positional arguments,
+// which it returns), then fills every flag not given on the command line
+// from its environment variable (DOCKET_ + the flag name in upper snake
+// case), so that --lease-ttl reads DOCKET_LEASE_TTL. -h and --help return a
+// *helpError with the command's help.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, &helpError{text: helpText(fs)}
+			}
+			fmt.Fprintf(fs.Output(), "Run '%s --help' for its flags.\n", fs.Name())
 			return nil, errUsage
 		}
 		args = fs.Args()
@@ -51,6 +83,39 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 	})
 	return positional, err
+}
+
+// helpText renders a command's help: usage, summary, and each flag with
+// its environment variable and default.
+func helpText(fs *flag.FlagSet) string {
+	var b strings.Builder
+	name := strings.TrimPrefix(fs.Name(), "docket ")
+	h, ok := commandHelp[name]
+	if !ok {
+		h.args = "[flags]"
+	}
+	fmt.Fprintf(&b, "usage: %s\n", strings.TrimSpace("docket "+name+" "+h.args))
+	if h.summary != "" {
+		fmt.Fprintf(&b, "\n%s\n", h.summary)
+	}
+	b.WriteString("\nflags (each also read from the environment variable shown):\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(&b, "  --%s", f.Name)
+		if typ != "" {
+			fmt.Fprintf(&b, " %s", typ)
+		}
+		fmt.Fprintf(&b, "   $%s\n        %s", envName(f.Name), usage)
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "0s" {
+			if typ == "string" {
+				fmt.Fprintf(&b, " (default %q)", f.DefValue)
+			} else {
+				fmt.Fprintf(&b, " (default %s)", f.DefValue)
+			}
+		}
+		b.WriteString("\n")
+	})
+	return b.String()
 }
 
 // envAliases names the variables that do not follow the flag name.

@@ -1,20 +1,27 @@
 // Command docket runs and administers Docket.
 //
 //	docket serve                      run API, pools and schedulers
-//	docket migrate                    apply database migrations
+//	docket migrate                    create the database, apply migrations
 //	docket keys create --tenant T --principal P [--role admin]
-//	docket tenants set-limits --tenant T --max-in-flight N [--weight W]
+//	docket tenants set-limits --tenant T [--max-in-flight N] [--weight W]
 //	docket rules publish FILE | docket rules list
-//	docket submit | get | cancel | list | events | bench   (HTTP client commands)
+//	docket submit | get | cancel | list | events | evidence | bench   (HTTP client commands)
+//	docket version
 //
 // Every flag can also be set with an environment variable: --lease-ttl is
-// DOCKET_LEASE_TTL, --db is DOCKET_DB, and so on.
+// DOCKET_LEASE_TTL, --db is DOCKET_DB, and so on (`docket CMD --help` shows
+// each one).
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"strings"
+
+	"github.com/docket-dev/docket"
 )
 
 func main() {
@@ -26,9 +33,9 @@ const usage = `usage: docket <command> [flags]
 server:
   serve                 run the HTTP API, worker pools and schedulers
 admin (work on the database directly; same --db as serve):
-  migrate               apply database migrations
+  migrate               create the database if missing, apply migrations
   keys create           create an API key (printed alone on stdout)
-  tenants set-limits    set a tenant's in-flight limit and weight
+  tenants set-limits    change a tenant's in-flight limit and weight
   rules publish FILE    validate and publish a quality rule set version
   rules list            list published rule set versions
 client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
@@ -39,56 +46,84 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   events ID             show a task's history
   evidence ID           show a task's evidence
   bench                 measure end-to-end throughput and latency
+other:
+  version               print the version
+  help [COMMAND]        show this help, or a command's
 
-Run 'docket <command> -h' for the flags of a command.
+Run 'docket help <command>' or 'docket <command> --help' for its flags.
 `
 
-// run executes one command and returns the process exit code.
+// commands maps each command to its implementation.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
+	"serve":    serveCmd,
+	"migrate":  migrateCmd,
+	"keys":     keysCmd,
+	"tenants":  tenantsCmd,
+	"rules":    rulesCmd,
+	"submit":   submitCmd,
+	"get":      getCmd,
+	"cancel":   cancelCmd,
+	"list":     listCmd,
+	"events":   eventsCmd,
+	"evidence": evidenceCmd,
+	"bench":    benchCmd,
+	"version":  versionCmd,
+}
+
+// run executes one command and returns the process exit code: 0, 1 when
+// the command failed, 2 for a usage error.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	cmd, rest := args[0], args[1:]
-	var err error
-	switch cmd {
-	case "serve":
-		err = serveCmd(rest, stdout, stderr)
-	case "migrate":
-		err = migrateCmd(rest, stdout, stderr)
-	case "keys":
-		err = keysCmd(rest, stdout, stderr)
-	case "tenants":
-		err = tenantsCmd(rest, stdout, stderr)
-	case "rules":
-		err = rulesCmd(rest, stdout, stderr)
-	case "submit":
-		err = submitCmd(rest, stdout, stderr)
-	case "get":
-		err = getCmd(rest, stdout, stderr)
-	case "cancel":
-		err = cancelCmd(rest, stdout, stderr)
-	case "list":
-		err = listCmd(rest, stdout, stderr)
-	case "events":
-		err = eventsCmd(rest, stdout, stderr)
-	case "evidence":
-		err = evidenceCmd(rest, stdout, stderr)
-	case "bench":
-		err = benchCmd(rest, stdout, stderr)
+	name, rest := args[0], args[1:]
+	switch name {
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "docket: unknown command %q\n\n%s", cmd, usage)
+		if len(rest) == 0 {
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+		// docket help serve → docket serve --help
+		return run(append(append([]string{}, rest...), "--help"), stdout, stderr)
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "docket: unknown command %q\n\n%s", name, usage)
 		return 2
 	}
-	if err != nil {
-		if err == errUsage {
-			return 2
-		}
-		fmt.Fprintf(stderr, "docket %s: %v\n", cmd, err)
-		return 1
+	err := cmd(rest, stdout, stderr)
+	var help *helpError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &help):
+		fmt.Fprint(stdout, help.text)
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
 	}
-	return 0
+	// Errors of the client package start with "docket: " already.
+	fmt.Fprintf(stderr, "docket %s: %s\n", name, strings.TrimPrefix(err.Error(), "docket: "))
+	return 1
+}
+
+// groupHelp answers the help of a command with subcommands (keys, tenants,
+// rules): asked for, it is a *helpError; otherwise the usage goes to stderr
+// and the answer is errUsage.
+func groupHelp(args []string, text string, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		return &helpError{text: text}
+	}
+	fmt.Fprint(stderr, text)
+	return errUsage
+}
+
+func versionCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("version", stderr)
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "docket %s (%s, %s/%s)\n", docket.Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
 }

@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/docket-dev/docket"
+	"github.com/docket-dev/docket/internal/httpapi"
 )
 
 func serveCmd(args []string, stdout, stderr io.Writer) error {
@@ -31,9 +32,26 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown lets running tasks finish")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body")
 	fs.StringVar(&cfg.SQLiteSynchronous, "sqlite-synchronous", "full", "SQLite durability: full (fsync every commit) or normal")
+	defaultLimit := defaultTenantLimitFlag(fs)
+	fs.IntVar(&cfg.MaxConnections, "max-connections", httpapi.DefaultMaxConnections, "most open client connections (lowered to fit the open-file limit); more wait to be accepted")
+	fs.DurationVar(&cfg.BodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "how long a client may take to send a request body")
+	maxWaits := fs.Int("max-waits", httpapi.DefaultMaxWaits, "most long polls (?wait=) held at once on this node (0: no bound); more are answered 429")
+	maxWaitsPerTenant := fs.Int("max-waits-per-tenant", httpapi.DefaultMaxWaitsPerTenant, "most long polls held at once per tenant on this node (0: no bound)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
+	// On the command line 0 means no bound; in docket.Config it is < 0.
+	unbounded := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	if *defaultLimit < 0 || *maxWaits < 0 || *maxWaitsPerTenant < 0 || cfg.MaxConnections < 1 {
+		return errors.New("--default-tenant-limit, --max-waits and --max-waits-per-tenant must be >= 0, --max-connections >= 1")
+	}
+	cfg.DefaultTenantLimit = unbounded(*defaultLimit)
+	cfg.MaxWaits, cfg.MaxWaitsPerTenant = unbounded(*maxWaits), unbounded(*maxWaitsPerTenant)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := docket.New(ctx, cfg)
@@ -54,20 +72,8 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 		srv.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "Docket listening on %s (mode %s, database %s)\n", srv.URL(), cfg.Mode, redactDSN(cfg.DB))
+	fmt.Fprintf(stdout, "Docket listening on %s (version %s, mode %s, database %s)\n", srv.URL(), docket.Version(), cfg.Mode, docket.RedactDB(cfg.DB))
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "Shutting down…")
 	return srv.Stop()
-}
-
-// redactDSN hides the password of a database URL before it is printed.
-func redactDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }

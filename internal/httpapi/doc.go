@@ -8,17 +8,29 @@
 // `traceparent` header whose trace ID is the request's (when it sent a valid
 // one) or a new one.
 //
-// The handler logs one access line per request (method, route pattern,
-// status, duration, trace ID, tenant, error code) and counts requests by
-// route and status. It never logs bodies, query strings, headers, keys or
-// error text.
+// The handler logs one access line per request (method — OTHER when it is
+// not a standard one —, route pattern, status, duration, trace ID, tenant,
+// error code) and counts and times requests by route and status. It never
+// logs bodies, query strings, headers, keys or error text.
+//
+// Routes under /v1/admin/ need a key with role admin: any other key is 403
+// forbidden there, whatever the path or method.
+//
+// Serve the handler with NewServer (header, write and idle timeouts) on a
+// LimitListener (a cap on open connections):
 //
 //	h := httpapi.New(svc, auth.NewAuthenticator(st), httpapi.Options{
 //		Logger:  logger,
 //		Metrics: svc.Metrics(),
+//		Tenants: st, // the admin API's tenant routes
 //	})
-//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h, ReadHeaderTimeout: 10 * time.Second}
+//	srv := httpapi.NewServer(h, nil)
+//	ln, _ := net.Listen("tcp", "127.0.0.1:8080")
+//	err := srv.Serve(httpapi.LimitListener(ln, 4096, svc.Metrics().HTTPConnections))
 //
-// A long poll (GET /v1/tasks/{id}?wait=60s) holds a request for up to
-// MaxWait, so a server's WriteTimeout must be longer than that.
+// A request body must arrive within Options.BodyTimeout; an answer given
+// before the body was read closes the connection. A long poll
+// (GET /v1/tasks/{id}?wait=60s) holds a request for up to MaxWait, and the
+// long polls held at once are capped per tenant and in total
+// (Options.MaxWaits, Options.MaxWaitsPerTenant).
 package httpapi

@@ -25,10 +25,12 @@ var statusOf = map[dockettype.Code]int{
 	dockettype.CodeUnauthenticated:     http.StatusUnauthorized,
 	dockettype.CodeForbidden:           http.StatusForbidden,
 	dockettype.CodeNotFound:            http.StatusNotFound,
+	dockettype.CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
 	dockettype.CodeIdempotencyConflict: http.StatusConflict,
 	dockettype.CodePayloadTooLarge:     http.StatusRequestEntityTooLarge,
 	dockettype.CodeQueueFull:           http.StatusTooManyRequests,
 	dockettype.CodeTenantQuotaExceeded: http.StatusTooManyRequests,
+	dockettype.CodeTooManyRequests:     http.StatusTooManyRequests,
 	dockettype.CodeStoreUnavailable:    http.StatusServiceUnavailable,
 }
 
@@ -106,8 +108,16 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// clientGone reports whether the client closed the request.
-func clientGone(r *http.Request) bool { return r.Context().Err() != nil }
+// clientGone reports whether the client closed the request. A request
+// whose body the server cut off has a cancelled context too, but its client
+// is there to read the answer.
+func clientGone(r *http.Request) bool {
+	if r.Context().Err() == nil {
+		return false
+	}
+	info := infoFrom(r.Context())
+	return info == nil || info.body == nil || !info.body.wasCut()
+}
 
 // writeClientGone records that the client went away; it writes no body.
 func writeClientGone(w http.ResponseWriter, _ *http.Request) {

@@ -40,21 +40,35 @@ func (f *fakeExecutor) Submit(ctx context.Context, _ dockettype.Principal, req *
 	return f.submit(ctx, req)
 }
 
-// fakeAuth accepts the key "dk_test" as acme/alice.
+// fakeAuth accepts the keys "dk_test" (acme/alice), "dk_other"
+// (globex/bob), both members, and "dk_admin" (acme/root, admin).
 type fakeAuth struct{}
 
 func (fakeAuth) Authenticate(_ context.Context, key string) (dockettype.Principal, error) {
-	if key == "dk_test" {
+	switch key {
+	case "dk_test":
 		return dockettype.Principal{Tenant: "acme", Name: "alice", Role: dockettype.RoleMember}, nil
+	case "dk_other":
+		return dockettype.Principal{Tenant: "globex", Name: "bob", Role: dockettype.RoleMember}, nil
+	case "dk_admin":
+		return dockettype.Principal{Tenant: "acme", Name: "root", Role: dockettype.RoleAdmin}, nil
 	}
 	return dockettype.Principal{}, dockettype.NewError(dockettype.CodeUnauthenticated, "no")
 }
 
 func fakeServer(t *testing.T, exec httpapi.Executor) (*httptest.Server, *logtest.Buffer, *metrics.Metrics) {
 	t.Helper()
+	return fakeServerWith(t, exec, httpapi.Options{})
+}
+
+// fakeServerWith serves exec with opts (its Logger and Metrics are the
+// test's).
+func fakeServerWith(t *testing.T, exec httpapi.Executor, opts httpapi.Options) (*httptest.Server, *logtest.Buffer, *metrics.Metrics) {
+	t.Helper()
 	logger, logs := logtest.New(t)
 	m := metrics.New()
-	srv := httptest.NewServer(httpapi.New(exec, fakeAuth{}, httpapi.Options{Logger: logger, Metrics: m}))
+	opts.Logger, opts.Metrics = logger, m
+	srv := httptest.NewServer(httpapi.New(exec, fakeAuth{}, opts))
 	t.Cleanup(srv.Close)
 	return srv, logs, m
 }

@@ -17,6 +17,7 @@ type requestInfo struct {
 	traceID string          // the request's trace ID (sent or made)
 	tenant  string          // set once authenticated
 	code    dockettype.Code // set when the answer is an error
+	body    *bodyWatch      // the request's body, when it has one
 }
 
 type infoKey struct{}
@@ -26,22 +27,29 @@ func infoFrom(ctx context.Context) *requestInfo {
 	return info
 }
 
-// statusWriter records the status a handler answers with.
+// statusWriter records the status a handler answers with. When the answer
+// starts before the request body was read to its end (an early error, or a
+// body cut off), it asks for the connection to be closed: the server would
+// otherwise read on, at the client's pace, to reuse it.
 type statusWriter struct {
 	http.ResponseWriter
+	body   *bodyWatch // nil when the request has no body
 	status int
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		if w.body != nil && !w.body.read() {
+			w.Header().Set("Connection", "close")
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -64,6 +72,11 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		w.Header().Set("traceparent", formatTraceparent(info.traceID))
 		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		if r.Body != nil && r.Body != http.NoBody {
+			sw.body = s.watchBody(w, r)
+			defer sw.body.stop()
+			r.Body, info.body = sw.body, sw.body
+		}
 		defer func() {
 			if rec := recover(); rec != nil {
 				if rec == http.ErrAbortHandler {
@@ -93,12 +106,14 @@ func (s *server) finish(r *http.Request, sw *statusWriter, info *requestInfo, st
 	if status == 0 {
 		status = http.StatusOK
 	}
+	elapsed := s.clock.Since(start)
 	s.metrics.HTTPRequests.WithLabelValues(info.route, strconv.Itoa(status)).Inc()
+	s.metrics.HTTPDuration.WithLabelValues(info.route, statusClass(status)).Observe(elapsed.Seconds())
 	attrs := []slog.Attr{
-		slog.String("method", r.Method),
+		slog.String("method", methodLabel(r.Method)),
 		slog.String("route", info.route),
 		slog.Int("status", status),
-		slog.Int64("duration_ms", s.clock.Since(start).Milliseconds()),
+		slog.Int64("duration_ms", elapsed.Milliseconds()),
 		slog.String("trace_id", info.traceID),
 	}
 	if info.tenant != "" {
@@ -108,4 +123,24 @@ func (s *server) finish(r *http.Request, sw *statusWriter, info *requestInfo, st
 		attrs = append(attrs, slog.String("code", string(info.code)))
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
+}
+
+// methodLabel is the method as logged: a known method, or OTHER. The method
+// is the client's text, of any length.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
+}
+
+// statusClass is the metric label of a status: "2xx", "4xx", … (the 499
+// of a client that left is "4xx").
+func statusClass(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status/100) + "xx"
 }

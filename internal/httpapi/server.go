@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,6 +22,13 @@ const DefaultMaxBodyBytes int64 = 1 << 20
 
 // MaxWait is the longest a long poll (GET /v1/tasks/{id}?wait=) may ask.
 const MaxWait = queue.MaxWait
+
+// Defaults of Options.
+const (
+	DefaultBodyTimeout       = 30 * time.Second
+	DefaultMaxWaits          = 1000
+	DefaultMaxWaitsPerTenant = 100
+)
 
 // Executor is what the API needs from the ExecutionService.
 // *queue.Service satisfies it. Errors are *dockettype.Error values; any
@@ -55,18 +63,47 @@ type Options struct {
 	// default a fresh set. Pass the queue's set (Service.Metrics) so that
 	// /metrics shows the queue's collectors too.
 	Metrics *metrics.Metrics
-	// Clock times requests for the access log; default the real clock.
+	// Clock times requests for the access log and the body timeout;
+	// default the real clock.
 	Clock clockwork.Clock
+
+	// Version is reported by GET /healthz.
+	Version string
+	// BodyTimeout is how long a client has, once its headers are in, to
+	// send the whole request body; then the read is cut off, the answer is
+	// 400 and the connection is closed. Default DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// MaxWaits and MaxWaitsPerTenant bound the long polls held at once, on
+	// this server and per tenant; one more is answered 429
+	// too_many_requests with Retry-After. Defaults DefaultMaxWaits and
+	// DefaultMaxWaitsPerTenant; < 0: no bound.
+	MaxWaits, MaxWaitsPerTenant int
+	// MaxTimeout is the largest timeout_ms a submission may ask, checked
+	// before any arithmetic; 0: the largest duration Go can represent (the
+	// queue applies its own bound after).
+	MaxTimeout time.Duration
+
+	// Tenants, when set, serves the admin API's tenant routes.
+	Tenants TenantStore
+	// DefaultTenantLimit is the in-flight limit of a tenant the admin API
+	// creates (0: unlimited).
+	DefaultTenantLimit int
 }
 
 // server holds the handler's dependencies.
 type server struct {
-	exec    Executor
-	authn   Authenticator
-	maxBody int64
-	log     *slog.Logger
-	metrics *metrics.Metrics
-	clock   clockwork.Clock
+	exec        Executor
+	authn       Authenticator
+	tenants     TenantStore
+	maxBody     int64
+	bodyTimeout time.Duration
+	maxTimeout  time.Duration
+	waits       *waitLimiter
+	log         *slog.Logger
+	metrics     *metrics.Metrics
+	clock       clockwork.Clock
+	version     string
+	tenantLimit int
 }
 
 // route is one endpoint of the contract.
@@ -90,13 +127,31 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 	if opts.Clock == nil {
 		opts.Clock = clockwork.NewRealClock()
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if opts.MaxWaits == 0 {
+		opts.MaxWaits = DefaultMaxWaits
+	}
+	if opts.MaxWaitsPerTenant == 0 {
+		opts.MaxWaitsPerTenant = DefaultMaxWaitsPerTenant
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = time.Duration(math.MaxInt64)
+	}
 	s := &server{
-		exec:    exec,
-		authn:   authn,
-		maxBody: opts.MaxBodyBytes,
-		log:     opts.Logger.With("component", "http"),
-		metrics: opts.Metrics,
-		clock:   opts.Clock,
+		exec:        exec,
+		authn:       authn,
+		tenants:     opts.Tenants,
+		maxBody:     opts.MaxBodyBytes,
+		bodyTimeout: opts.BodyTimeout,
+		maxTimeout:  opts.MaxTimeout,
+		waits:       newWaitLimiter(opts.MaxWaits, opts.MaxWaitsPerTenant, opts.Metrics.HTTPLongPolls),
+		log:         opts.Logger.With("component", "http"),
+		metrics:     opts.Metrics,
+		clock:       opts.Clock,
+		version:     opts.Version,
+		tenantLimit: opts.DefaultTenantLimit,
 	}
 	promHandler := promhttp.HandlerFor(opts.Metrics.Registry, promhttp.HandlerOpts{})
 	routes := []route{
@@ -109,6 +164,9 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 		{http.MethodGet, "/healthz", s.healthz},
 		{http.MethodGet, "/readyz", s.readyz},
 		{http.MethodGet, "/metrics", promHandler.ServeHTTP},
+	}
+	if s.tenants != nil {
+		routes = append(routes, route{http.MethodPatch, "/v1/admin/tenants/{id}", s.admin(s.patchTenant)})
 	}
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
@@ -129,8 +187,14 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 	for _, path := range paths {
 		methods := allowed[path]
 		slices.Sort(methods)
-		mux.Handle(path, withRoute(path, methodNotAllowed(strings.Join(methods, ", "))))
+		h := methodNotAllowed(strings.Join(methods, ", "))
+		if strings.HasPrefix(path, adminPrefix) {
+			h = s.admin(ignorePrincipal(h))
+		}
+		mux.Handle(path, withRoute(path, h))
 	}
+	// Every other admin path: a member learns nothing about which exist.
+	mux.Handle(adminPrefix, withRoute(routeUnmatched, s.admin(ignorePrincipal(notFound))))
 	mux.Handle("/", withRoute(routeUnmatched, notFound))
 	return s.instrument(mux)
 }
@@ -151,7 +215,7 @@ func withRoute(pattern string, h http.HandlerFunc) http.Handler {
 func methodNotAllowed(allow string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeErrorStatus(w, r, http.StatusMethodNotAllowed, dockettype.CodeInvalidRequest,
+		writeErrorStatus(w, r, http.StatusMethodNotAllowed, dockettype.CodeMethodNotAllowed,
 			"method not allowed; this route accepts "+allow)
 	}
 }
@@ -160,8 +224,14 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 	writeErrorStatus(w, r, http.StatusNotFound, dockettype.CodeNotFound, "no such route")
 }
 
+// healthBody is the answer of GET /healthz.
+type healthBody struct {
+	Status  string `json:"status"`
+	Version string `json:"version,omitempty"`
+}
+
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, r, http.StatusOK, healthBody{Status: "ok", Version: s.version})
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {

@@ -507,7 +507,7 @@ func TestRoutes(t *testing.T) {
 		{http.MethodPost, "/metrics", "GET, HEAD"},
 	} {
 		r := call(t, s.URL, request{method: tt.method, path: tt.path, key: s.Key})
-		r.wantError(t, http.StatusMethodNotAllowed, dockettype.CodeInvalidRequest)
+		r.wantError(t, http.StatusMethodNotAllowed, dockettype.CodeMethodNotAllowed)
 		if got := r.header.Get("Allow"); got != tt.allow {
 			t.Errorf("%s %s: Allow = %q, want %q", tt.method, tt.path, got, tt.allow)
 		}

@@ -8,7 +8,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -28,6 +30,9 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
 			return nil, dockettype.NewError(dockettype.CodePayloadTooLarge, fmt.Sprintf("the request body is over %d bytes", s.maxBody))
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, invalidRequest(fmt.Sprintf("the request body did not arrive within %s", s.bodyTimeout))
 		}
 		// The client stopped sending: nothing to answer but a 400.
 		return nil, invalidRequest("could not read the request body")
@@ -49,11 +54,10 @@ func checkJSONContentType(r *http.Request) error {
 	return nil
 }
 
-// decodeSubmission decodes a submission body strictly: one JSON object,
-// only the documented members, each at most once and of the right type,
-// "workflow" a non-empty string, nothing after the object. The input is
-// kept as sent; the queue compacts it.
-func decodeSubmission(body []byte) (*queue.SubmitRequest, error) {
+// decodeObject decodes a body strictly: one JSON object with only the
+// allowed members, each at most once, and nothing after it. It returns each
+// member's raw value.
+func decodeObject(body []byte, allowed map[string]bool) (map[string]json.RawMessage, error) {
 	if !utf8.Valid(body) {
 		return nil, invalidRequest("the request body must be UTF-8 JSON")
 	}
@@ -70,7 +74,7 @@ func decodeSubmission(body []byte) (*queue.SubmitRequest, error) {
 			return nil, invalidRequest("the request body is not valid JSON")
 		}
 		name, _ := tok.(string)
-		if !submitFields[name] {
+		if !allowed[name] {
 			return nil, invalidRequest(unknownFieldMessage(name))
 		}
 		if _, dup := raw[name]; dup {
@@ -88,7 +92,27 @@ func decodeSubmission(body []byte) (*queue.SubmitRequest, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, invalidRequest("unexpected data after the JSON object")
 	}
+	return raw, nil
+}
 
+// decodeInt decodes an integer member that fits an int.
+func decodeInt(name string, v json.RawMessage) (*int, error) {
+	var n int
+	if err := json.Unmarshal(v, &n); err != nil {
+		return nil, invalidRequest(fmt.Sprintf("%s must be an integer", name))
+	}
+	return &n, nil
+}
+
+// decodeSubmission decodes a submission body strictly (see decodeObject):
+// only the documented members, each of the right type, "workflow" a
+// non-empty string, "timeout_ms" within [0, maxTimeout] before anything
+// multiplies it. The input is kept as sent; the queue compacts it.
+func decodeSubmission(body []byte, maxTimeout time.Duration) (*queue.SubmitRequest, error) {
+	raw, err := decodeObject(body, submitFields)
+	if err != nil {
+		return nil, err
+	}
 	req := &queue.SubmitRequest{Input: raw["input"]}
 	var pool string
 	fields := []struct {
@@ -113,6 +137,11 @@ func decodeSubmission(body []byte) (*queue.SubmitRequest, error) {
 	}
 	if req.Workflow == "" {
 		return nil, invalidRequest(`"workflow" is required and must be a non-empty string`)
+	}
+	// Compare milliseconds with milliseconds: converting timeout_ms to a
+	// Duration first overflows for values past 2^63 ns and wraps around.
+	if maxMS := maxTimeout.Milliseconds(); req.TimeoutMS < 0 || req.TimeoutMS > maxMS {
+		return nil, invalidRequest(fmt.Sprintf("timeout_ms must be between 1 and %d (0 or absent: the default)", maxMS))
 	}
 	req.Pool = dockettype.Pool(pool)
 	return req, nil

@@ -53,7 +53,7 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request, p dockettype.Pri
 		writeError(w, r, err)
 		return
 	}
-	req, err := decodeSubmission(body)
+	req, err := decodeSubmission(body, s.maxTimeout)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -94,6 +94,12 @@ func (s *server) get(w http.ResponseWriter, r *http.Request, p dockettype.Princi
 	}
 	var t *dockettype.Task
 	if wait > 0 {
+		if !s.waits.acquire(p.Tenant) {
+			writeError(w, r, &dockettype.Error{Code: dockettype.CodeTooManyRequests, RetryAfter: waitRetryAfter,
+				Message: "too many long polls are held at once; retry later, or read the task without ?wait="})
+			return
+		}
+		defer s.waits.release(p.Tenant)
 		// The request's context ends the poll when the client goes away.
 		t, err = s.exec.Wait(r.Context(), p, id, wait)
 	} else {
@@ -126,7 +132,9 @@ func (s *server) list(w http.ResponseWriter, r *http.Request, p dockettype.Princ
 		}
 		req.Limit = n
 	}
-	if len(req.After) > maxIDLen {
+	if req.After != "" && !validCursor(req.After) {
+		// A cursor is a task ID; anything else would list from the start
+		// (a client paging forever) or reach the database as garbage.
 		writeError(w, r, invalidRequest("after must be the next cursor of a previous page"))
 		return
 	}
@@ -188,6 +196,27 @@ func serveTask(w http.ResponseWriter, r *http.Request, call func(id string) (any
 		return
 	}
 	writeJSON(w, r, http.StatusOK, body)
+}
+
+// validCursor reports whether c is a task ID as the server makes them: a
+// UUID in its canonical lowercase form.
+func validCursor(c string) bool {
+	if len(c) != 36 {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		switch ch := c[i]; i {
+		case 8, 13, 18, 23:
+			if ch != '-' {
+				return false
+			}
+		default:
+			if !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // taskID returns the {id} path value. An ID that cannot exist is answered

@@ -5,6 +5,7 @@ package logtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
@@ -51,7 +52,9 @@ func New(t testing.TB) (*slog.Logger, *Buffer) {
 	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
 
-// Check fails t for each log line that holds a forbidden fragment.
+// Check fails t for each log line that holds a forbidden fragment, and for
+// each JSON line that carries one key twice (a logger built With the same
+// key as its parent's).
 func Check(t testing.TB, logs string) {
 	t.Helper()
 	for _, line := range strings.Split(logs, "\n") {
@@ -60,5 +63,34 @@ func Check(t testing.TB, logs string) {
 				t.Errorf("log line leaks %q: %s", f, line)
 			}
 		}
+		if k, ok := repeatedKey(line); ok {
+			t.Errorf("log line carries %q twice: %s", k, line)
+		}
 	}
+}
+
+// repeatedKey returns a top-level key that a JSON object line holds more
+// than once. Lines that are not JSON objects are not checked.
+func repeatedKey(line string) (string, bool) {
+	dec := json.NewDecoder(strings.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return key, true
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }

@@ -31,6 +31,9 @@ type Metrics struct {
 	LeasesRecovered     *prometheus.CounterVec   // outcome (requeued|failed)
 	DeadlineTimeouts    *prometheus.CounterVec   // from (queued|running)
 	HTTPRequests        *prometheus.CounterVec   // route, status
+	HTTPDuration        *prometheus.HistogramVec // route, class (2xx, 4xx, …)
+	HTTPLongPolls       prometheus.Gauge         // long polls (GET ?wait=) being held
+	HTTPConnections     prometheus.Gauge         // open client connections
 }
 
 // New creates the collectors on a fresh registry (with Go and process
@@ -47,6 +50,11 @@ func New() *Metrics {
 		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "docket", Name: name, Help: help, Buckets: buckets}, labels)
 		r.MustRegister(h)
 		return h
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "docket", Name: name, Help: help})
+		r.MustRegister(g)
+		return g
 	}
 	m := &Metrics{
 		Registry:            r,
@@ -67,6 +75,10 @@ func New() *Metrics {
 		LeasesRecovered:     counter("leases_recovered_total", "Expired leases recovered, by outcome (requeued, failed).", "outcome"),
 		DeadlineTimeouts:    counter("deadline_timeouts_total", "Tasks timed out by the deadline scheduler, by prior state.", "from"),
 		HTTPRequests:        counter("http_requests_total", "HTTP requests by route and status code.", "route", "status"),
+		HTTPDuration: histogram("http_request_duration_seconds", "HTTP request duration, by route pattern and status class (2xx, 4xx, 5xx).",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "route", "class"),
+		HTTPLongPolls:   gauge("http_long_polls", "Long polls (GET /v1/tasks/{id}?wait=) being held."),
+		HTTPConnections: gauge("http_open_connections", "Open client connections (bounded by --max-connections)."),
 	}
 	return m
 }

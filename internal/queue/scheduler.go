@@ -30,7 +30,7 @@ type scheduler struct {
 }
 
 func (sc *scheduler) Start(ctx context.Context) error {
-	sc.log = sc.svc.log.With("component", sc.name)
+	sc.log = sc.svc.cfg.Logger.With("component", sc.name) // not svc.log: it has component=queue already
 	return sc.loop.Start(ctx, sc.run)
 }
 

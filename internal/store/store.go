@@ -442,6 +442,9 @@ type PoolStats struct {
 type EnsureTenantParams struct {
 	Now time.Time
 	ID  string
+	// DefaultMaxInFlight is the in-flight limit the tenant gets when this
+	// call creates it (0: unlimited). An existing tenant keeps its limit.
+	DefaultMaxInFlight int
 }
 
 // Tenant is a tenant and its limits.

@@ -37,7 +37,7 @@ type Options struct {
 	// stack's.
 	Queue queue.Config
 	// API configures the handler. Logger and Metrics default to the
-	// stack's.
+	// stack's, Tenants to its store.
 	API httpapi.Options
 	// WrapStore, when set, wraps the store the service and the
 	// authenticator use (e.g. a faultstore.Store; see FailTasks).
@@ -131,6 +131,9 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 	if api.Metrics == nil {
 		api.Metrics = s.Metrics
 	}
+	if api.Tenants == nil {
+		api.Tenants = st
+	}
 	s.Server = httptest.NewServer(httpapi.New(s.Service, auth.NewAuthenticator(st), api))
 	s.closers = append(s.closers, s.Server.Close)
 	s.URL = s.Server.URL
@@ -139,7 +142,16 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 
 // NewKey creates a member API key for (tenant, principal).
 func (s *Stack) NewKey(ctx context.Context, tenant, principal string) (string, error) {
-	key, _, err := auth.CreateKey(ctx, s.Store, s.Service.Config().Clock.Now(), tenant, principal, dockettype.RoleMember)
+	return s.newKey(ctx, tenant, principal, dockettype.RoleMember)
+}
+
+// NewAdminKey creates an admin API key for (tenant, principal).
+func (s *Stack) NewAdminKey(ctx context.Context, tenant, principal string) (string, error) {
+	return s.newKey(ctx, tenant, principal, dockettype.RoleAdmin)
+}
+
+func (s *Stack) newKey(ctx context.Context, tenant, principal string, role dockettype.Role) (string, error) {
+	key, _, err := auth.CreateKey(ctx, s.Store, s.Service.Config().Clock.Now(), tenant, principal, role)
 	if err != nil {
 		return "", fmt.Errorf("create key: %w", err)
 	}

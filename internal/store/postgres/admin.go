@@ -28,7 +28,11 @@ func scanTenant(r pgx.Row) (*store.Tenant, error) {
 
 // EnsureTenant creates the tenant if missing.
 func (b *Backend) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (bool, error) {
-	tag, err := b.pool.Exec(ctx, "INSERT INTO tenants (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", p.ID, ts(p.Now))
+	if p.DefaultMaxInFlight < 0 {
+		return false, interpretError("ensure_tenant", store.ErrInvalid)
+	}
+	tag, err := b.pool.Exec(ctx, "INSERT INTO tenants (id, max_in_flight, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+		p.ID, p.DefaultMaxInFlight, ts(p.Now))
 	if err != nil {
 		return false, interpretError("ensure_tenant", err)
 	}

@@ -27,9 +27,13 @@ func scanTenant(r scanner) (*store.Tenant, error) {
 
 // EnsureTenant creates the tenant if missing.
 func (s *Backend) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (bool, error) {
+	if p.DefaultMaxInFlight < 0 {
+		return false, interpretError("ensure_tenant", store.ErrInvalid)
+	}
 	var created bool
 	err := s.write(ctx, "ensure_tenant", func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, "INSERT INTO tenants (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", p.ID, ms(p.Now))
+		res, err := tx.ExecContext(ctx, "INSERT INTO tenants (id, max_in_flight, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+			p.ID, p.DefaultMaxInFlight, ms(p.Now))
 		if err != nil {
 			return err
 		}

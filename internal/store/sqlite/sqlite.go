@@ -3,8 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -67,6 +70,9 @@ func OpenBackend(ctx context.Context, path string, opts Options) (*Backend, erro
 	if opts.BusyTimeoutMS <= 0 {
 		opts.BusyTimeoutMS = 5000
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	w, err := sql.Open("sqlite", dsn(path, opts, true))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -89,6 +95,24 @@ func OpenBackend(ctx context.Context, path string, opts Options) (*Backend, erro
 		return nil, interpretError("ping", err)
 	}
 	return s, nil
+}
+
+// createPrivate creates a missing database file readable and writable by
+// its owner only: it holds every tenant's inputs and the key hashes. SQLite
+// gives the -wal and -shm files it creates next to it the database file's
+// mode. An existing file keeps its mode.
+func createPrivate(path string) error {
+	if path == "" || strings.HasPrefix(path, ":") || strings.HasPrefix(path, "file:") {
+		return nil // in-memory or URI names: SQLite decides
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create the database file: %w", err)
+	}
+	return f.Close()
 }
 
 func dsn(path string, opts Options, writer bool) string {

@@ -29,6 +29,25 @@ func (su suite) testAdmin(t *testing.T) {
 		wantErrIs(t, "GetTenant of an unknown tenant", err, store.ErrNotFound)
 	})
 
+	su.run(t, "EnsureTenantDefaultLimit", func(t *testing.T, s store.Store) {
+		created, err := s.EnsureTenant(t.Context(), &store.EnsureTenantParams{Now: at(0), ID: tenantA, DefaultMaxInFlight: 7})
+		if err != nil || !created {
+			t.Fatalf("EnsureTenant = %v, %v; want created", created, err)
+		}
+		if ten := getTenant(t, s, tenantA); ten.MaxInFlight != 7 || ten.Weight != 1 {
+			t.Errorf("new tenant = %+v, want MaxInFlight 7 (the default given) and Weight 1", ten)
+		}
+		setLimits(t, s, tenantB, 0, 1) // explicitly unlimited
+		if created, err := s.EnsureTenant(t.Context(), &store.EnsureTenantParams{Now: at(0), ID: tenantB, DefaultMaxInFlight: 7}); err != nil || created {
+			t.Fatalf("EnsureTenant of an existing tenant = %v, %v; want not created", created, err)
+		}
+		if ten := getTenant(t, s, tenantB); ten.MaxInFlight != 0 {
+			t.Errorf("existing tenant = %+v, want its own limit (0) kept", ten)
+		}
+		_, err = s.EnsureTenant(t.Context(), &store.EnsureTenantParams{Now: at(0), ID: "initech", DefaultMaxInFlight: -1})
+		wantErrIs(t, "EnsureTenant with a negative default", err, store.ErrInvalid)
+	})
+
 	su.run(t, "UpdateTenant", func(t *testing.T, s store.Store) {
 		setLimits(t, s, tenantA, 5, 3) // creates the tenant
 		if ten := getTenant(t, s, tenantA); ten.MaxInFlight != 5 || ten.Weight != 3 {
