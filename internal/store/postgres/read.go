@@ -40,12 +40,12 @@ func (b *Backend) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*d
 	case p.State.Terminal():
 		idCol = "r.task_id"
 		q.WriteString("SELECT " + listCols + ` FROM task_results r JOIN tasks t ON t.id = r.task_id
-			LEFT JOIN task_queue q ON false WHERE r.tenant = $1`)
+			LEFT JOIN task_queue q ON q.id = r.task_id WHERE r.tenant = $1`)
 		arg("r.state =", string(p.State))
 	default:
 		idCol = "q.id"
 		q.WriteString("SELECT " + listCols + ` FROM task_queue q JOIN tasks t ON t.id = q.id
-			LEFT JOIN task_results r ON false WHERE q.tenant = $1`)
+			LEFT JOIN task_results r ON r.task_id = q.id WHERE q.tenant = $1`)
 		arg("q.state =", string(p.State))
 	}
 	if p.Pool != "" {

@@ -32,12 +32,12 @@ func (s *Backend) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*d
 	case p.State.Terminal():
 		idCol = "r.task_id"
 		q.WriteString("SELECT " + listCols + ` FROM task_results r JOIN tasks t ON t.id = r.task_id
-			LEFT JOIN task_queue q ON 0 WHERE r.tenant = ? AND r.state = ?`)
+			LEFT JOIN task_queue q ON q.id = r.task_id WHERE r.tenant = ? AND r.state = ?`)
 		args = append(args, string(p.State))
 	default:
 		idCol = "q.id"
 		q.WriteString("SELECT " + listCols + ` FROM task_queue q JOIN tasks t ON t.id = q.id
-			LEFT JOIN task_results r ON 0 WHERE q.tenant = ? AND q.state = ?`)
+			LEFT JOIN task_results r ON r.task_id = q.id WHERE q.tenant = ? AND q.state = ?`)
 		args = append(args, string(p.State))
 	}
 	if p.Pool != "" {

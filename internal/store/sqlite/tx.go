@@ -308,7 +308,7 @@ func (t *txn) Lease(ids []string, owner string, expires, now time.Time) ([]*stor
 		return nil, err
 	}
 	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+taskCols+`, t.input
-		FROM task_queue q JOIN tasks t ON t.id = q.id LEFT JOIN task_results r ON 0
+		FROM task_queue q JOIN tasks t ON t.id = q.id LEFT JOIN task_results r ON r.task_id = q.id
 		WHERE q.id IN (SELECT value FROM json_each(?)) AND q.state = 'running' AND q.lease_owner = ? AND q.lease_expires_at = ?`,
 		list, owner, ms(expires))
 	if err != nil {
@@ -334,9 +334,10 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 		byID[r.TaskID] = r
 	}
 	nowMS := ms(now)
-	res, err := t.tx.QueryContext(t.ctx, `DELETE FROM task_queue AS q
-		WHERE EXISTS (SELECT 1 FROM json_each(?1) j
-			WHERE j.value->>0 = q.id AND j.value->>1 = q.lease_epoch AND (j.value->>2 = '' OR j.value->>2 = q.state)
+	// The subquery drives from the list and probes the primary key.
+	res, err := t.tx.QueryContext(t.ctx, `DELETE FROM task_queue WHERE id IN (
+			SELECT q.id FROM json_each(?1) j JOIN task_queue q ON q.id = j.value->>0
+			WHERE j.value->>1 = q.lease_epoch AND (j.value->>2 = '' OR j.value->>2 = q.state)
 				AND (j.value->>3 = 0 OR q.deadline_at <= ?2) AND (j.value->>4 = 0 OR q.lease_expires_at <= ?2))
 		RETURNING id, tenant, pool, state, attempt, lease_epoch, started_at, state = 'queued' AND run_after IS NULL`,
 		jsonArg(match), nowMS)
