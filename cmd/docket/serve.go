@@ -29,7 +29,8 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.DeadlineInterval, "deadline-interval", time.Second, "deadline enforcement period")
 	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", 10*time.Minute, "deadline of tasks that name no timeout")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown lets running tasks finish")
-	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body, and largest task of a batch")
+	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", 16<<20, "largest body of POST /v1/tasks/batch")
 	fs.StringVar(&cfg.SQLiteSynchronous, "sqlite-synchronous", "full", "SQLite durability: full (fsync every commit) or normal")
 	if _, err := parse(fs, args); err != nil {
 		return err

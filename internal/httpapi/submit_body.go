@@ -24,10 +24,15 @@ var submitFields = map[string]bool{
 
 // readBody reads the whole request body, bounded by the server's limit.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	return readBodyUpTo(w, r, s.maxBody)
+}
+
+// readBodyUpTo reads the whole request body, bounded by limit.
+func readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-			return nil, dockettype.NewError(dockettype.CodePayloadTooLarge, fmt.Sprintf("the request body is over %d bytes", s.maxBody))
+			return nil, dockettype.NewError(dockettype.CodePayloadTooLarge, fmt.Sprintf("the request body is over %d bytes", limit))
 		}
 		// The client stopped sending: nothing to answer but a 400.
 		return nil, invalidRequest("could not read the request body")
@@ -57,20 +62,31 @@ func decodeSubmission(body []byte) (*queue.SubmitRequest, error) {
 	if !utf8.Valid(body) {
 		return nil, invalidRequest("the request body must be UTF-8 JSON")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	raw, err := decodeObject(body, submitFields, "the request body")
+	if err != nil {
+		return nil, err
+	}
+	return submissionOf(raw)
+}
+
+// decodeObject decodes one JSON object whose member names are all in
+// fields (spelled exactly so), each at most once, with nothing after it.
+// what names the object in error messages.
+func decodeObject(data []byte, fields map[string]bool, what string) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('{') {
-		return nil, invalidRequest("the request body must be a JSON object")
+		return nil, invalidRequest(what + " must be a JSON object")
 	}
 	raw := map[string]json.RawMessage{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, invalidRequest("the request body is not valid JSON")
+			return nil, invalidRequest(what + " is not valid JSON")
 		}
 		name, _ := tok.(string)
-		if !submitFields[name] {
+		if !fields[name] {
 			return nil, invalidRequest(unknownFieldMessage(name))
 		}
 		if _, dup := raw[name]; dup {
@@ -78,17 +94,21 @@ func decodeSubmission(body []byte) (*queue.SubmitRequest, error) {
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, invalidRequest("the request body is not valid JSON")
+			return nil, invalidRequest(what + " is not valid JSON")
 		}
 		raw[name] = v
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, invalidRequest("the request body is not valid JSON")
+		return nil, invalidRequest(what + " is not valid JSON")
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, invalidRequest("unexpected data after the JSON object")
 	}
+	return raw, nil
+}
 
+// submissionOf types the members of a submission object.
+func submissionOf(raw map[string]json.RawMessage) (*queue.SubmitRequest, error) {
 	req := &queue.SubmitRequest{Input: raw["input"]}
 	var pool string
 	fields := []struct {
