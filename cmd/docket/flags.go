@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -24,10 +25,16 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 // command line from its environment variable (DOCKET_ + the flag name in
 // upper snake case), so that --lease-ttl reads DOCKET_LEASE_TTL.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
+	positional, _, err := parseArgs(fs, args)
+	return positional, err
+}
+
+// parseArgs is parse that also returns the flags given on the command line,
+// and reads no environment variable for the flags named in noEnv.
+func parseArgs(fs *flag.FlagSet, args []string, noEnv ...string) (positional []string, given map[string]bool, err error) {
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, errUsage
+			return nil, nil, errUsage
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -36,11 +43,10 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
-	given := map[string]bool{}
+	given = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || err != nil {
+		if given[f.Name] || err != nil || slices.Contains(noEnv, f.Name) {
 			return
 		}
 		env := envName(f.Name)
@@ -50,7 +56,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 			}
 		}
 	})
-	return positional, err
+	return positional, given, err
 }
 
 // envAliases names the variables that do not follow the flag name.
