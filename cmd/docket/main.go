@@ -5,7 +5,8 @@
 //	docket keys create --tenant T --principal P [--role admin]
 //	docket tenants set-limits --tenant T --max-in-flight N [--weight W]
 //	docket rules publish FILE | docket rules list
-//	docket submit | get | cancel | list | events | bench   (HTTP client commands)
+//	docket submit | get | cancel | list | events   (HTTP client commands)
+//	docket bench --db PATH|URL --mode burn-down|continuous|http   (measure a store in-process)
 //
 // Every flag can also be set with an environment variable: --lease-ttl is
 // DOCKET_LEASE_TTL, --db is DOCKET_DB, and so on.
@@ -38,7 +39,9 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   list                  list tasks
   events ID             show a task's history
   evidence ID           show a task's evidence
-  bench                 measure end-to-end throughput and latency
+measure:
+  bench --db PATH|URL   measure a store in-process: --mode burn-down|continuous|http
+  bench --url URL       measure a running server end to end
 
 Run 'docket <command> -h' for the flags of a command.
 `
