@@ -125,7 +125,7 @@ func Run(ctx context.Context, st store.Store, opts Options) (*Result, error) {
 		res, err = h.httpClients(ctx)
 	}
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("the run did not finish within %s: %w", opts.Timeout, err)
 		}
 		return nil, err
