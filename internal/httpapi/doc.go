@@ -19,6 +19,11 @@
 //	})
 //	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h, ReadHeaderTimeout: 10 * time.Second}
 //
+// POST /v1/tasks/batch takes up to MaxBatchItems tasks in one body (bounded
+// by Options.MaxBatchBodyBytes, each task by MaxBodyBytes) and answers 200
+// with one result per task, each with the status a single submission would
+// have had.
+//
 // A long poll (GET /v1/tasks/{id}?wait=60s) holds a request for up to
 // MaxWait, so a server's WriteTimeout must be longer than that.
 package httpapi
