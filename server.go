@@ -47,7 +47,8 @@ type Config struct {
 	DefaultTimeout    time.Duration // default 10m
 	ShutdownGrace     time.Duration // default 10s
 
-	MaxBodyBytes      int64  // default 1 MiB
+	MaxBodyBytes      int64  // default 1 MiB; also bounds each task of a batch
+	MaxBatchBytes     int64  // body of POST /v1/tasks/batch; default 16 MiB
 	SQLiteSynchronous string // full (default) or normal
 
 	// DefaultTenantLimit is the in-flight limit of a tenant created on
@@ -185,7 +186,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return out
 	})
 	handler := httpapi.New(s.svc, auth.NewAuthenticator(st), httpapi.Options{
-		MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger, Metrics: s.metrics, Clock: clock,
+		MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBytes,
+		Logger: cfg.Logger, Metrics: s.metrics, Clock: clock,
 		Version: Version(), BodyTimeout: cfg.BodyTimeout,
 		MaxWaits: cfg.MaxWaits, MaxWaitsPerTenant: cfg.MaxWaitsPerTenant,
 		MaxTimeout: s.svc.Config().MaxTimeout,

@@ -277,6 +277,16 @@ func taskPath(id string) string { return "/v1/tasks/" + url.PathEscape(id) }
 // do sends one request and decodes a 2xx answer into out. Any other status
 // is an *Error.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, h http.Header, body []byte, out any) (int, error) {
+	resp, err := c.doResponse(ctx, method, path, q, h, body, out)
+	if resp == nil {
+		return 0, err
+	}
+	return resp.StatusCode, err
+}
+
+// doResponse is do, returning the answer (its body read and closed) for
+// its status and headers; nil when no answer came.
+func (c *Client) doResponse(ctx context.Context, method, path string, q url.Values, h http.Header, body []byte, out any) (*http.Response, error) {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -287,7 +297,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, h ht
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return 0, fmt.Errorf("docket: %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("docket: %s %s: %w", method, path, err)
 	}
 	for k, vs := range h {
 		req.Header[k] = vs
@@ -302,22 +312,22 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, h ht
 	if err != nil {
 		// The URL may hold the caller's query; the error text is the
 		// transport's. The key is never in either.
-		return 0, fmt.Errorf("docket: %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("docket: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("docket: %s %s: read answer: %w", method, path, err)
+		return resp, fmt.Errorf("docket: %s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, errorFrom(resp, data)
+		return resp, errorFrom(resp, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("docket: %s %s: decode answer: %w", method, path, err)
+			return resp, fmt.Errorf("docket: %s %s: decode answer: %w", method, path, err)
 		}
 	}
-	return resp.StatusCode, nil
+	return resp, nil
 }
 
 // errorFrom builds the *Error of an error answer.

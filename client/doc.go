@@ -29,6 +29,10 @@
 // returns the same task (SubmitResult.Replayed is true), so a submission can
 // be retried safely after a timeout or a 429/503 answer.
 //
+// SubmitBatch submits up to MaxBatchItems tasks in one request and answers
+// per task (BatchResult.Status is what a single Submit would have
+// answered); it is how a large backlog is loaded quickly.
+//
 // Long polls hold a request for up to a minute: an http.Client given with
 // WithHTTPClient should have no Timeout shorter than that; use contexts to
 // bound calls instead.

@@ -6,157 +6,202 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
 	"sort"
-	"sync"
+	"strings"
+	"syscall"
+	"text/tabwriter"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/docket-dev/docket/client"
-	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket"
+	"github.com/docket-dev/docket/internal/bench"
+	"github.com/docket-dev/docket/internal/dsn"
+	"github.com/docket-dev/docket/internal/queue"
 )
 
-// benchCmd measures end-to-end throughput against a running server: it
-// submits --n tasks from --concurrency clients and long-polls each until it
-// is terminal, then reports submit rate, end-to-end rate and the
-// admission→finish latency the server recorded.
+// Flags of one kind of bench only.
+var (
+	storeBenchFlags  = []string{"mode", "duration", "clients", "tenants", "workers", "capacity", "batch", "backlog", "json", "sqlite-synchronous"}
+	remoteBenchFlags = []string{"concurrency", "workflow", "input", "pool", "key"}
+)
+
+// benchCmd measures Docket. With --db it runs the real ExecutionService on
+// that store in-process (internal/bench); with --url it measures a running
+// server end to end over HTTP (bench_remote.go).
 func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", stderr)
-	url, key := clientFlags(fs)
-	n := fs.Int("n", 5000, "tasks to submit")
-	conc := fs.Int("concurrency", 32, "concurrent submitting clients (and as many waiters)")
-	wf := fs.String("workflow", "demo.echo", "workflow to run")
-	input := fs.String("input", `{"bench":true}`, "task input JSON")
-	pool := fs.String("pool", "", "pool override")
-	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	if *n <= 0 || *conc <= 0 {
-		return errors.New("--n and --concurrency must be positive")
-	}
-	in, err := readInput(*input)
+	db := fs.String("db", "", "in-process bench: SQLite file (created if missing; use a scratch file) or postgres:// URL")
+	url := fs.String("url", "", "bench a running server over HTTP instead (with --key or DOCKET_API_KEY)")
+	key := fs.String("key", "", "API key for --url (DOCKET_API_KEY)")
+	mode := fs.String("mode", string(bench.BurnDown), "burn-down, continuous or http")
+	n := fs.Int("n", 10000, "tasks: burn-down admits and drains this many; --url submits this many (default there: 5000)")
+	duration := fs.Duration("duration", 10*time.Second, "continuous, http: how long to measure")
+	clients := fs.Int("clients", 64, "http: concurrent HTTP clients, each submitting one task at a time")
+	tenants := fs.Int("tenants", 1, "spread the load over this many tenants")
+	workers := fs.Int("workers", 0, "online pool workers (0: 32 per CPU; -1, http only: none, admission alone)")
+	capacity := fs.Int("capacity", 100_000_000, "online pool capacity (checked on every admission)")
+	batch := fs.Int("batch", queue.MaxBatchItems, "tasks per batch admission (burn-down preload, continuous top-up)")
+	backlog := fs.Int("backlog", 5000, "continuous: tasks kept queued ahead of the workers")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of progress lines and a table")
+	sync := fs.String("sqlite-synchronous", "full", "SQLite durability: full (fsync every commit) or normal")
+	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
+	conc := fs.Int("concurrency", 32, "--url: concurrent submitting clients (and as many waiters)")
+	wf := fs.String("workflow", "demo.echo", "--url: workflow to run")
+	input := fs.String("input", `{"bench":true}`, "--url: task input JSON")
+	pool := fs.String("pool", "", "--url: pool override")
+	// --db and --url choose the kind of bench, so they come from the command
+	// line only: DOCKET_DB (the server's database) must never be benched by
+	// accident. DOCKET_MODE is serve's demo/pilot.
+	_, given, err := parseArgs(fs, args, "db", "url", "mode")
 	if err != nil {
 		return err
 	}
-	c, err := newClient(*url, *key)
-	if err != nil {
+	onlyFor := func(names []string, kind string) error {
+		for _, f := range names {
+			if given[f] {
+				return fmt.Errorf("--%s does not apply to %s", f, kind)
+			}
+		}
+		return nil
+	}
+	switch {
+	case given["db"] && given["url"]:
+		return errors.New("give --db (measure a store in-process) or --url (measure a running server), not both")
+	case given["url"]:
+		if err := onlyFor(storeBenchFlags, "the bench of a running server (--url)"); err != nil {
+			return err
+		}
+		if !given["n"] {
+			*n = 5000 // this bench waits on every task: a smaller default
+		}
+		if *n <= 0 || *conc <= 0 {
+			return errors.New("-n and --concurrency must be positive")
+		}
+		in, err := readInput(*input)
+		if err != nil {
+			return err
+		}
+		c, err := newClient(*url, *key)
+		if err != nil {
+			return err
+		}
+		return benchRemote(c, remoteBench{n: *n, conc: *conc, workflow: *wf, input: in, pool: *pool, timeout: *timeout}, stdout)
+	case !given["db"]:
+		return errors.New("give --db PATH|URL to measure a store in-process, or --url URL to measure a running server")
+	}
+	if err := onlyFor(remoteBenchFlags, "the in-process bench (--db)"); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
+	opts := bench.Options{
+		Mode: bench.Mode(*mode), Tasks: *n, Duration: *duration, Clients: *clients, Tenants: *tenants,
+		Workers: *workers, Capacity: *capacity, Batch: *batch, Backlog: *backlog, Timeout: *timeout,
+		// Warnings and errors only: the access log of http mode would
+		// drown the progress lines.
+		Logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if !*asJSON {
+		opts.Progress = stderr
+	}
+	if err := opts.Check(); err != nil {
+		return err // before a scratch database is created for nothing
+	}
 
-	run := uuid.NewString()[:8]
-	jobs := make(chan int)
-	ids := make(chan string, *n)
-	var (
-		mu        sync.Mutex
-		firstErr  error
-		submitted int
-		tasks     []*dockettype.Task
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-			cancel()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := docket.OpenStore(ctx, *db, docket.StoreOptions{SQLiteSynchronous: *sync})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	res, err := bench.Run(ctx, st, opts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := struct {
+			*bench.Result
+			Store string `json:"store"`
+		}{res, storeKind(*db)}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return err
 		}
-		mu.Unlock()
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
 	}
-	start := time.Now()
-	var submitters, waiters sync.WaitGroup
-	for range *conc {
-		submitters.Add(1)
-		go func() {
-			defer submitters.Done()
-			for i := range jobs {
-				res, err := submitWithRetry(ctx, c, &client.SubmitParams{
-					IdempotencyKey: fmt.Sprintf("bench-%s-%d", run, i), Workflow: *wf, Input: json.RawMessage(in), Pool: dockettype.Pool(*pool),
-				})
-				if err != nil {
-					fail(err)
-					return
-				}
-				mu.Lock()
-				submitted++
-				mu.Unlock()
-				ids <- res.Task.ID
-			}
-		}()
-		waiters.Add(1)
-		go func() {
-			defer waiters.Done()
-			for id := range ids {
-				task, err := c.Wait(ctx, id, time.Minute)
-				for err == nil && !task.State.Terminal() {
-					task, err = c.Wait(ctx, id, time.Minute)
-				}
-				if err != nil {
-					fail(err)
-					return
-				}
-				mu.Lock()
-				tasks = append(tasks, task)
-				mu.Unlock()
-			}
-		}()
-	}
-	var submitDone time.Duration
-feed:
-	for i := range *n {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	submitters.Wait()
-	submitDone = time.Since(start)
-	close(ids)
-	waiters.Wait()
-	total := time.Since(start)
-	if firstErr != nil {
-		return firstErr
-	}
-	states := map[dockettype.State]int{}
-	var lat []time.Duration
-	for _, t := range tasks {
-		states[t.State]++
-		if t.FinishedAt != nil {
-			lat = append(lat, t.FinishedAt.Sub(t.CreatedAt))
-		}
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	pct := func(p float64) time.Duration {
-		if len(lat) == 0 {
-			return 0
-		}
-		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
-	}
-	fmt.Fprintf(stdout, "workflow %s, %d tasks, %d clients\n", *wf, submitted, *conc)
-	fmt.Fprintf(stdout, "submit:     %8.0f tasks/s (%s)\n", float64(submitted)/submitDone.Seconds(), submitDone.Round(time.Millisecond))
-	fmt.Fprintf(stdout, "end to end: %8.0f tasks/s (%s until all terminal)\n", float64(len(tasks))/total.Seconds(), total.Round(time.Millisecond))
-	fmt.Fprintf(stdout, "latency admission→finish: p50 %s  p90 %s  p99 %s  max %s\n", pct(0.50), pct(0.90), pct(0.99), pct(1))
-	fmt.Fprintf(stdout, "states: %v\n", states)
+	printBenchTable(stdout, res, storeKind(*db), dsn.Redact(*db), opts.Batch)
 	return nil
 }
 
-// submitWithRetry retries 429 answers after their Retry-After, so a bench
-// larger than the pool's capacity measures throughput rather than refusals.
-func submitWithRetry(ctx context.Context, c *client.Client, p *client.SubmitParams) (*client.SubmitResult, error) {
-	for {
-		res, err := c.Submit(ctx, p)
-		var ce *client.Error
-		if errors.As(err, &ce) && ce.StatusCode == 429 {
-			wait := max(ce.RetryAfter, 100*time.Millisecond)
-			select {
-			case <-time.After(wait):
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		return res, err
+func storeKind(db string) string {
+	if docket.IsPostgresURL(db) {
+		return "postgres"
 	}
+	return "sqlite"
+}
+
+// printBenchTable prints a run's summary.
+func printBenchTable(w io.Writer, r *bench.Result, kind, db string, batch int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	row("mode", "%s", r.Mode)
+	row("store", "%s (%s)", kind, db)
+	what := map[bench.Mode]string{
+		bench.BurnDown:   "tasks drained",
+		bench.Continuous: "tasks finished in the window",
+		bench.HTTP:       "tasks admitted (201 answers)",
+	}[r.Mode]
+	row("tasks", "%d %s", r.Tasks, what)
+	row("seconds", "%.3f", r.Seconds)
+	row("tasks/s", "%.0f", r.TasksPerSecond)
+	lat := "admission→finish, %d sampled tasks"
+	if r.Latency == "request" {
+		lat = "per request, %d requests"
+	}
+	row("latency p50", "%.1f ms", r.P50MS)
+	row("latency p99", "%.1f ms  ("+lat+")", r.P99MS, r.LatencySamples)
+	row("peak RSS", "%.1f MiB", float64(r.PeakRSSBytes)/(1<<20))
+	if r.AdmitSeconds > 0 {
+		row("admission", "%d tasks in %.3f s: %.0f tasks/s (batches of %d)", r.Admitted, r.AdmitSeconds, r.AdmitTasksPerSecond, batch)
+	} else {
+		row("admitted", "%d", r.Admitted)
+	}
+	if r.Answers != nil {
+		row("answers", "%s", formatAnswers(r.Answers))
+	}
+	row("terminal", "%d  %s", r.Terminal, formatStates(r.States))
+	row("workers", "%d online, tenants %d, capacity %d", r.Workers, r.Tenants, r.Capacity)
+	if r.Clients > 0 {
+		row("clients", "%d", r.Clients)
+	}
+	tw.Flush()
+}
+
+func formatAnswers(a map[int]int) string {
+	var statuses []int
+	for s := range a {
+		statuses = append(statuses, s)
+	}
+	slices.Sort(statuses)
+	var parts []string
+	for _, s := range statuses {
+		label := fmt.Sprint(s)
+		if s == 0 {
+			label = "no answer"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d", label, a[s]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatStates[S ~string](states map[S]int) string {
+	var parts []string
+	for s, n := range states {
+		parts = append(parts, fmt.Sprintf("%s %d", s, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }

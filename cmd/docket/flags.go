@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -52,14 +53,20 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 // case), so that --lease-ttl reads DOCKET_LEASE_TTL. -h and --help return a
 // *helpError with the command's help.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
+	positional, _, err := parseArgs(fs, args)
+	return positional, err
+}
+
+// parseArgs is parse that also returns the flags given on the command line,
+// and reads no environment variable for the flags named in noEnv.
+func parseArgs(fs *flag.FlagSet, args []string, noEnv ...string) (positional []string, given map[string]bool, err error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, &helpError{text: helpText(fs)}
+				return nil, nil, &helpError{text: helpText(fs)}
 			}
 			fmt.Fprintf(fs.Output(), "Run '%s --help' for its flags.\n", fs.Name())
-			return nil, errUsage
+			return nil, nil, errUsage
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -68,11 +75,10 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
-	given := map[string]bool{}
+	given = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || err != nil {
+		if given[f.Name] || err != nil || slices.Contains(noEnv, f.Name) {
 			return
 		}
 		env := envName(f.Name)
@@ -82,7 +88,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 			}
 		}
 	})
-	return positional, err
+	return positional, given, err
 }
 
 // helpText renders a command's help: usage, summary, and each flag with

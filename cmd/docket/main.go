@@ -5,7 +5,8 @@
 //	docket keys create --tenant T --principal P [--role admin]
 //	docket tenants set-limits --tenant T [--max-in-flight N] [--weight W]
 //	docket rules publish FILE | docket rules list
-//	docket submit | get | cancel | list | events | evidence | bench   (HTTP client commands)
+//	docket submit | get | cancel | list | events | evidence   (HTTP client commands)
+//	docket bench --db PATH|URL --mode burn-down|continuous|http   (measure a store in-process)
 //	docket version
 //
 // Every flag can also be set with an environment variable: --lease-ttl is
@@ -45,7 +46,9 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   list                  list tasks
   events ID             show a task's history
   evidence ID           show a task's evidence
-  bench                 measure end-to-end throughput and latency
+measure:
+  bench --db PATH|URL   measure a store in-process: --mode burn-down|continuous|http
+  bench --url URL       measure a running server end to end
 other:
   version               print the version
   help [COMMAND]        show this help, or a command's

@@ -61,7 +61,7 @@ func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettyp
 		writeError(w, r, err)
 		return
 	}
-	raw, err := decodeObject(body, map[string]bool{"max_in_flight": true, "weight": true})
+	raw, err := decodeObject(body, map[string]bool{"max_in_flight": true, "weight": true}, "the request body")
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -28,6 +28,11 @@
 //	ln, _ := net.Listen("tcp", "127.0.0.1:8080")
 //	err := srv.Serve(httpapi.LimitListener(ln, 4096, svc.Metrics().HTTPConnections))
 //
+// POST /v1/tasks/batch takes up to MaxBatchItems tasks in one body (bounded
+// by Options.MaxBatchBodyBytes, each task by MaxBodyBytes) and answers 200
+// with one result per task, each with the status a single submission would
+// have had.
+//
 // A request body must arrive within Options.BodyTimeout; an answer given
 // before the body was read closes the connection. A long poll
 // (GET /v1/tasks/{id}?wait=60s) holds a request for up to MaxWait, and the

@@ -19,13 +19,15 @@ import (
 	"github.com/docket-dev/docket/internal/queue"
 )
 
-// fakeExecutor answers Get, Wait and Submit with test functions; the
+// fakeExecutor answers Get, Wait, Submit and SubmitBatch with test functions; the
 // embedded nil Executor panics on anything else.
 type fakeExecutor struct {
 	httpapi.Executor
 	get    func(ctx context.Context, id string) (*dockettype.Task, error)
 	wait   func(ctx context.Context, id string, d time.Duration) (*dockettype.Task, error)
 	submit func(ctx context.Context, req *queue.SubmitRequest) (*queue.SubmitResult, error)
+
+	submitBatch func(ctx context.Context, p dockettype.Principal, reqs []*queue.SubmitRequest) ([]queue.BatchResult, error)
 }
 
 func (f *fakeExecutor) Get(ctx context.Context, _ dockettype.Principal, id string) (*dockettype.Task, error) {
@@ -38,6 +40,10 @@ func (f *fakeExecutor) Wait(ctx context.Context, _ dockettype.Principal, id stri
 
 func (f *fakeExecutor) Submit(ctx context.Context, _ dockettype.Principal, req *queue.SubmitRequest) (*queue.SubmitResult, error) {
 	return f.submit(ctx, req)
+}
+
+func (f *fakeExecutor) SubmitBatch(ctx context.Context, p dockettype.Principal, reqs []*queue.SubmitRequest) ([]queue.BatchResult, error) {
+	return f.submitBatch(ctx, p, reqs)
 }
 
 // fakeAuth accepts the keys "dk_test" (acme/alice), "dk_other"

@@ -20,6 +20,13 @@ import (
 // DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes int64 = 1 << 20
 
+// DefaultMaxBatchBodyBytes bounds the body of POST /v1/tasks/batch when
+// Options.MaxBatchBodyBytes is 0: up to 1,000 tasks of about 16 KiB each.
+const DefaultMaxBatchBodyBytes int64 = 16 << 20
+
+// MaxBatchItems is the most tasks one POST /v1/tasks/batch may carry.
+const MaxBatchItems = queue.MaxBatchItems
+
 // MaxWait is the longest a long poll (GET /v1/tasks/{id}?wait=) may ask.
 const MaxWait = queue.MaxWait
 
@@ -35,6 +42,9 @@ const (
 // other error is answered as 500 internal.
 type Executor interface {
 	Submit(ctx context.Context, p dockettype.Principal, req *queue.SubmitRequest) (*queue.SubmitResult, error)
+	// SubmitBatch admits 1 to MaxBatchItems tasks and answers per item; its
+	// error concerns the whole call.
+	SubmitBatch(ctx context.Context, p dockettype.Principal, reqs []*queue.SubmitRequest) ([]queue.BatchResult, error)
 	Get(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error)
 	Wait(ctx context.Context, p dockettype.Principal, id string, wait time.Duration) (*dockettype.Task, error)
 	List(ctx context.Context, p dockettype.Principal, req *queue.ListRequest) (*queue.ListResult, error)
@@ -55,8 +65,12 @@ type Authenticator interface {
 
 // Options tunes the handler. The zero value works.
 type Options struct {
-	// MaxBodyBytes bounds request bodies; default DefaultMaxBodyBytes.
+	// MaxBodyBytes bounds request bodies, and each task of a batch;
+	// default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxBatchBodyBytes bounds the body of POST /v1/tasks/batch; default
+	// DefaultMaxBatchBodyBytes.
+	MaxBatchBodyBytes int64
 	// Logger receives one access line per request; default slog.Default().
 	Logger *slog.Logger
 	// Metrics counts requests (HTTPRequests) and is served on /metrics;
@@ -92,18 +106,19 @@ type Options struct {
 
 // server holds the handler's dependencies.
 type server struct {
-	exec        Executor
-	authn       Authenticator
-	tenants     TenantStore
-	maxBody     int64
-	bodyTimeout time.Duration
-	maxTimeout  time.Duration
-	waits       *waitLimiter
-	log         *slog.Logger
-	metrics     *metrics.Metrics
-	clock       clockwork.Clock
-	version     string
-	tenantLimit int
+	exec         Executor
+	authn        Authenticator
+	tenants      TenantStore
+	maxBody      int64
+	maxBatchBody int64 // bounds a batch body
+	bodyTimeout  time.Duration
+	maxTimeout   time.Duration
+	waits        *waitLimiter
+	log          *slog.Logger
+	metrics      *metrics.Metrics
+	clock        clockwork.Clock
+	version      string
+	tenantLimit  int
 }
 
 // route is one endpoint of the contract.
@@ -117,6 +132,9 @@ type route struct {
 func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxBatchBodyBytes <= 0 {
+		opts.MaxBatchBodyBytes = DefaultMaxBatchBodyBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -140,22 +158,24 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 		opts.MaxTimeout = time.Duration(math.MaxInt64)
 	}
 	s := &server{
-		exec:        exec,
-		authn:       authn,
-		tenants:     opts.Tenants,
-		maxBody:     opts.MaxBodyBytes,
-		bodyTimeout: opts.BodyTimeout,
-		maxTimeout:  opts.MaxTimeout,
-		waits:       newWaitLimiter(opts.MaxWaits, opts.MaxWaitsPerTenant, opts.Metrics.HTTPLongPolls),
-		log:         opts.Logger.With("component", "http"),
-		metrics:     opts.Metrics,
-		clock:       opts.Clock,
-		version:     opts.Version,
-		tenantLimit: opts.DefaultTenantLimit,
+		exec:         exec,
+		authn:        authn,
+		tenants:      opts.Tenants,
+		maxBody:      opts.MaxBodyBytes,
+		maxBatchBody: opts.MaxBatchBodyBytes,
+		bodyTimeout:  opts.BodyTimeout,
+		maxTimeout:   opts.MaxTimeout,
+		waits:        newWaitLimiter(opts.MaxWaits, opts.MaxWaitsPerTenant, opts.Metrics.HTTPLongPolls),
+		log:          opts.Logger.With("component", "http"),
+		metrics:      opts.Metrics,
+		clock:        opts.Clock,
+		version:      opts.Version,
+		tenantLimit:  opts.DefaultTenantLimit,
 	}
 	promHandler := promhttp.HandlerFor(opts.Metrics.Registry, promhttp.HandlerOpts{})
 	routes := []route{
 		{http.MethodPost, "/v1/tasks", s.authenticated(s.submit)},
+		{http.MethodPost, "/v1/tasks/batch", s.authenticated(s.submitBatch)},
 		{http.MethodGet, "/v1/tasks", s.authenticated(s.list)},
 		{http.MethodGet, "/v1/tasks/{id}", s.authenticated(s.get)},
 		{http.MethodPost, "/v1/tasks/{id}/cancel", s.authenticated(s.cancel)},
@@ -191,12 +211,38 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 		if strings.HasPrefix(path, adminPrefix) {
 			h = s.admin(ignorePrincipal(h))
 		}
-		mux.Handle(path, withRoute(path, h))
+		handler := withRoute(path, h)
+		if !shadowsWildcard[path] {
+			mux.Handle(path, handler)
+			continue
+		}
+		// A literal path beside a wildcard one ("/v1/tasks/batch" beside
+		// "GET /v1/tasks/{id}") cannot have a method-less pattern: the mux
+		// refuses the pair as ambiguous. Name the other methods instead.
+		for _, m := range otherMethods(methods) {
+			mux.Handle(m+" "+path, handler)
+		}
 	}
 	// Every other admin path: a member learns nothing about which exist.
 	mux.Handle(adminPrefix, withRoute(routeUnmatched, s.admin(ignorePrincipal(notFound))))
 	mux.Handle("/", withRoute(routeUnmatched, notFound))
 	return s.instrument(mux)
+}
+
+// shadowsWildcard lists the literal paths that a wildcard route of another
+// method also matches.
+var shadowsWildcard = map[string]bool{"/v1/tasks/batch": true}
+
+// otherMethods returns the standard methods not in allowed.
+func otherMethods(allowed []string) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace} {
+		if !slices.Contains(allowed, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // routeUnmatched is the route label of requests no pattern matched.

@@ -505,6 +505,9 @@ func TestRoutes(t *testing.T) {
 		{http.MethodGet, "/v1/tasks/x/cancel", "POST"},
 		{http.MethodPost, "/healthz", "GET, HEAD"},
 		{http.MethodPost, "/metrics", "GET, HEAD"},
+		{http.MethodGet, "/v1/tasks/batch", "POST"},
+		{http.MethodPut, "/v1/tasks/batch", "POST"},
+		{http.MethodDelete, "/v1/tasks/batch", "POST"},
 	} {
 		r := call(t, s.URL, request{method: tt.method, path: tt.path, key: s.Key})
 		r.wantError(t, http.StatusMethodNotAllowed, dockettype.CodeMethodNotAllowed)
@@ -526,6 +529,7 @@ func TestStoreUnavailable(t *testing.T) {
 	httpapitest.FailTasks(fs, true)
 	for _, rq := range []request{
 		{method: http.MethodPost, path: "/v1/tasks", body: echoBody, header: map[string]string{"Idempotency-Key": "k2"}},
+		{method: http.MethodPost, path: "/v1/tasks/batch", body: `{"tasks":[{"idempotency_key":"k3","workflow":"demo.echo"}]}`},
 		{method: http.MethodGet, path: "/v1/tasks/" + task.ID},
 		{method: http.MethodGet, path: "/v1/tasks/" + task.ID + "?wait=1s"},
 		{method: http.MethodGet, path: "/v1/tasks"},

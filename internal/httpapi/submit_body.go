@@ -26,10 +26,16 @@ var submitFields = map[string]bool{
 
 // readBody reads the whole request body, bounded by the server's limit.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	return s.readBodyUpTo(w, r, s.maxBody)
+}
+
+// readBodyUpTo reads the whole request body, bounded by limit and by the
+// body deadline.
+func (s *server) readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-			return nil, dockettype.NewError(dockettype.CodePayloadTooLarge, fmt.Sprintf("the request body is over %d bytes", s.maxBody))
+			return nil, dockettype.NewError(dockettype.CodePayloadTooLarge, fmt.Sprintf("the request body is over %d bytes", limit))
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, invalidRequest(fmt.Sprintf("the request body did not arrive within %s", s.bodyTimeout))
@@ -54,27 +60,40 @@ func checkJSONContentType(r *http.Request) error {
 	return nil
 }
 
-// decodeObject decodes a body strictly: one JSON object with only the
-// allowed members, each at most once, and nothing after it. It returns each
-// member's raw value.
-func decodeObject(body []byte, allowed map[string]bool) (map[string]json.RawMessage, error) {
-	if !utf8.Valid(body) {
-		return nil, invalidRequest("the request body must be UTF-8 JSON")
+// decodeSubmission decodes a submission body strictly: one JSON object,
+// only the documented members, each at most once and of the right type,
+// "workflow" a non-empty string, "timeout_ms" within [0, maxTimeout]
+// before anything multiplies it, nothing after the object. The input is
+// kept as sent; the queue compacts it.
+func decodeSubmission(body []byte, maxTimeout time.Duration) (*queue.SubmitRequest, error) {
+	raw, err := decodeObject(body, submitFields, "the request body")
+	if err != nil {
+		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	return submissionOf(raw, maxTimeout)
+}
+
+// decodeObject decodes one JSON object whose member names are all in
+// fields (spelled exactly so), each at most once, with nothing after it.
+// what names the object in error messages.
+func decodeObject(data []byte, fields map[string]bool, what string) (map[string]json.RawMessage, error) {
+	if !utf8.Valid(data) {
+		return nil, invalidRequest(what + " must be UTF-8 JSON")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('{') {
-		return nil, invalidRequest("the request body must be a JSON object")
+		return nil, invalidRequest(what + " must be a JSON object")
 	}
 	raw := map[string]json.RawMessage{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, invalidRequest("the request body is not valid JSON")
+			return nil, invalidRequest(what + " is not valid JSON")
 		}
 		name, _ := tok.(string)
-		if !allowed[name] {
+		if !fields[name] {
 			return nil, invalidRequest(unknownFieldMessage(name))
 		}
 		if _, dup := raw[name]; dup {
@@ -82,12 +101,12 @@ func decodeObject(body []byte, allowed map[string]bool) (map[string]json.RawMess
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, invalidRequest("the request body is not valid JSON")
+			return nil, invalidRequest(what + " is not valid JSON")
 		}
 		raw[name] = v
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, invalidRequest("the request body is not valid JSON")
+		return nil, invalidRequest(what + " is not valid JSON")
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, invalidRequest("unexpected data after the JSON object")
@@ -104,15 +123,8 @@ func decodeInt(name string, v json.RawMessage) (*int, error) {
 	return &n, nil
 }
 
-// decodeSubmission decodes a submission body strictly (see decodeObject):
-// only the documented members, each of the right type, "workflow" a
-// non-empty string, "timeout_ms" within [0, maxTimeout] before anything
-// multiplies it. The input is kept as sent; the queue compacts it.
-func decodeSubmission(body []byte, maxTimeout time.Duration) (*queue.SubmitRequest, error) {
-	raw, err := decodeObject(body, submitFields)
-	if err != nil {
-		return nil, err
-	}
+// submissionOf types the members of a submission object.
+func submissionOf(raw map[string]json.RawMessage, maxTimeout time.Duration) (*queue.SubmitRequest, error) {
 	req := &queue.SubmitRequest{Input: raw["input"]}
 	var pool string
 	fields := []struct {

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store/sqlite"
+	"github.com/docket-dev/docket/internal/store/storetest"
+)
+
+// benchJSON runs `docket bench --json` and decodes its one JSON object,
+// checking that every documented field is there.
+func benchJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, out, errOut := runCLI(t, append([]string{"bench", "--json", "--sqlite-synchronous", "normal"}, args...)...)
+	if code != 0 {
+		t.Fatalf("bench %v: exit %d: %s", args, code, errOut)
+	}
+	if strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("bench --json printed more than one line: %q", out)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("bench --json printed %q: %v", out, err)
+	}
+	for _, f := range []string{"mode", "tasks", "seconds", "tasks_per_second", "p50_ms", "p99_ms", "peak_rss_bytes", "store", "admitted", "terminal", "states"} {
+		if _, ok := res[f]; !ok {
+			t.Errorf("the JSON object lacks %q: %s", f, out)
+		}
+	}
+	if res["store"] != "sqlite" {
+		t.Errorf("store = %v", res["store"])
+	}
+	return res
+}
+
+// storeCounts returns the number of tasks in the database by state.
+func storeCounts(t *testing.T, db string) map[dockettype.State]int {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	counts, err := storetest.CountByState(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counts
+}
+
+// wantAllSucceeded checks that the database holds n tasks, all succeeded.
+func wantAllSucceeded(t *testing.T, db string, n int) {
+	t.Helper()
+	counts := storeCounts(t, db)
+	if len(counts) != 1 || counts[dockettype.StateSucceeded] != n {
+		t.Fatalf("tasks by state = %v, want %d succeeded and nothing else", counts, n)
+	}
+}
+
+func TestBenchBurnDown(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "scratch.db") // does not exist yet: bench creates it
+	res := benchJSON(t, "--db", db, "--mode", "burn-down", "-n", "700", "--batch", "300", "--tenants", "3", "--workers", "8")
+	if res["mode"] != "burn-down" || res["tasks"] != 700.0 || res["admitted"] != 700.0 || res["terminal"] != 700.0 ||
+		res["tenants"] != 3.0 || res["workers"] != 8.0 {
+		t.Fatalf("result = %v", res)
+	}
+	if states := res["states"].(map[string]any); len(states) != 1 || states["succeeded"] != 700.0 {
+		t.Fatalf("states = %v", states)
+	}
+	if res["seconds"].(float64) <= 0 || res["tasks_per_second"].(float64) <= 0 || res["peak_rss_bytes"].(float64) <= 0 ||
+		res["p99_ms"].(float64) < res["p50_ms"].(float64) || res["latency_samples"] != 700.0 {
+		t.Errorf("figures = %v", res)
+	}
+	wantAllSucceeded(t, db, 700)
+	counts := map[string]int{}
+	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, tenant := range []string{"bench-1", "bench-2", "bench-3"} {
+		tn, err := st.GetTenant(context.Background(), tenant)
+		if err != nil {
+			t.Fatalf("tenant %s: %v", tenant, err)
+		}
+		counts[tenant] = tn.InFlight
+	}
+	// Every reservation was released when its task ended.
+	for tenant, n := range counts {
+		if n != 0 {
+			t.Errorf("tenant %s still holds %d in flight", tenant, n)
+		}
+	}
+
+	// A second run on the same database adds its own tasks.
+	res = benchJSON(t, "--db", db, "-n", "50")
+	if res["tasks"] != 50.0 {
+		t.Fatalf("second run: tasks = %v", res["tasks"])
+	}
+	wantAllSucceeded(t, db, 750)
+}
+
+func TestBenchContinuous(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "scratch.db")
+	res := benchJSON(t, "--db", db, "--mode", "continuous", "--duration", "1s", "--backlog", "200", "--batch", "100", "--tenants", "2")
+	admitted := res["admitted"].(float64)
+	if res["mode"] != "continuous" || res["tasks"].(float64) <= 0 || res["tasks"].(float64) > admitted || res["terminal"] != admitted {
+		t.Fatalf("result = %v", res)
+	}
+	wantAllSucceeded(t, db, int(admitted))
+}
+
+func TestBenchHTTP(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "scratch.db")
+	res := benchJSON(t, "--db", db, "--mode", "http", "--duration", "500ms", "--clients", "4", "--tenants", "2")
+	tasks := res["tasks"].(float64)
+	answers := res["answers"].(map[string]any)
+	if res["mode"] != "http" || tasks <= 0 || res["admitted"] != tasks || res["terminal"] != tasks ||
+		len(answers) != 1 || answers["201"] != tasks || res["clients"] != 4.0 {
+		t.Fatalf("result = %v", res)
+	}
+	wantAllSucceeded(t, db, int(tasks))
+}
+
+func TestBenchChoosesWhatToMeasure(t *testing.T) {
+	t.Setenv("DOCKET_DB", filepath.Join(t.TempDir(), "server.db"))
+	t.Setenv("DOCKET_MODE", "pilot")
+	db := filepath.Join(t.TempDir(), "scratch.db")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		// DOCKET_DB names the server's database: never benched by accident.
+		{nil, "give --db"},
+		{[]string{"--db", db, "--url", "http://127.0.0.1:1"}, "not both"},
+		{[]string{"--url", "http://127.0.0.1:1", "--mode", "http"}, "--mode does not apply"},
+		{[]string{"--db", db, "--concurrency", "3"}, "--concurrency does not apply"},
+		{[]string{"--db", db, "--mode", "sprint"}, "mode must be"},
+		{[]string{"--db", db, "--mode", "continuous", "--duration", "0s"}, "positive duration"},
+		{[]string{"--db", db, "--workers", "-1"}, "needs workers"},
+		{[]string{"--db", db, "--batch", "1001"}, "batch must be"},
+	} {
+		code, _, errOut := runCLI(t, append([]string{"bench"}, tt.args...)...)
+		if code == 0 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("bench %v: exit %d, stderr %q, want an error with %q", tt.args, code, errOut, tt.want)
+		}
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused bench created its database (%v)", err)
+	}
+	// DOCKET_MODE (serve's demo or pilot) is not the bench's mode.
+	if res := benchJSON(t, "--db", db, "-n", "5"); res["mode"] != "burn-down" {
+		t.Errorf("mode = %v, want burn-down", res["mode"])
+	}
+}

@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
+	"github.com/docket-dev/docket/internal/store/sqlite"
+	"github.com/docket-dev/docket/internal/store/storetest"
+)
+
+// The CLI tests (cmd/docket) run every mode on SQLite; this one runs the
+// burn-down and continuous modes on PostgreSQL when a test database is set.
+func TestRunOnPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	st := pgtest.Open(t, url, pgtest.Schema(t, url))
+	ctx := context.Background()
+
+	res, err := Run(ctx, st, Options{Mode: BurnDown, Tasks: 300, Batch: 120, Tenants: 2, Workers: 8, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tasks != 300 || res.Admitted != 300 || res.Terminal != 300 || res.States[dockettype.StateSucceeded] != 300 ||
+		res.LatencySamples != 300 || res.Seconds <= 0 || res.Latency != "admission_to_finish" {
+		t.Fatalf("burn-down = %+v", res)
+	}
+	res, err = Run(ctx, st, Options{Mode: Continuous, Duration: 500 * time.Millisecond, Backlog: 100, Batch: 50, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tasks <= 0 || res.Tasks > res.Admitted || res.Terminal != res.Admitted || res.States[dockettype.StateSucceeded] != res.Admitted {
+		t.Fatalf("continuous = %+v", res)
+	}
+	counts, err := storetest.CountByState(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for state, n := range counts {
+		if state != dockettype.StateSucceeded {
+			t.Errorf("%d tasks %s", n, state)
+		}
+		total += n
+	}
+	if total != 300+res.Admitted {
+		t.Fatalf("%d tasks in the database, want %d", total, 300+res.Admitted)
+	}
+}
+
+// http mode with no workers measures admission alone and leaves the tasks
+// queued; the server, its clients and the service all stop.
+func TestRunHTTPAdmissionOnly(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), sqlite.Options{Synchronous: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	res, err := Run(context.Background(), st, Options{Mode: HTTP, Duration: 300 * time.Millisecond, Clients: 4, Tenants: 3, Workers: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tasks <= 0 || res.Answers[http.StatusCreated] != res.Tasks || len(res.Answers) != 1 || res.Terminal != 0 ||
+		res.Workers != 0 || res.Latency != "request" || res.LatencySamples != res.Tasks || res.P99MS < res.P50MS {
+		t.Fatalf("http = %+v", res)
+	}
+	stats, err := st.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	holding := 0
+	for _, ten := range stats.Tenants {
+		if ten.InFlight > 0 {
+			holding++
+		}
+	}
+	if stats.Pools[0].Pool != dockettype.PoolOnline || stats.Pools[0].InFlight != res.Tasks || holding != 3 {
+		t.Fatalf("stats = %+v, want %d queued tasks over 3 tenants", stats, res.Tasks)
+	}
+}
