@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -15,12 +16,16 @@ import (
 type Store struct {
 	Plain // reads, scans, admin and rule sets: the backend's own
 	b     Backend
+	// tenants holds the tenants known to exist with their counter rows
+	// (tenants are never deleted), so that admission skips creating them.
+	// Shared by forks.
+	tenants *sync.Map
 }
 
 var _ store.Store = (*Store)(nil)
 
 // New returns the store that runs the engine on b.
-func New(b Backend) *Store { return &Store{Plain: b, b: b} }
+func New(b Backend) *Store { return &Store{Plain: b, b: b, tenants: &sync.Map{}} }
 
 // Fork returns a store on a fork of the backend (its own connection budget).
 func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
@@ -28,7 +33,7 @@ func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(f), nil
+	return &Store{Plain: f, b: f, tenants: s.tenants}, nil
 }
 
 // Close closes the backend.
@@ -157,3 +162,6 @@ func invalid(op, why string) error { return fmt.Errorf("%s: %s: %w", op, why, st
 // wrote or found it is missing. It cannot happen once committed; the
 // transaction is abandoned rather than answered wrongly.
 var errBindingVanished = fmt.Errorf("admit: binding vanished: %w", store.ErrUnavailable)
+
+// ts is a time as every backend stores it: millisecond precision, UTC.
+func ts(t time.Time) time.Time { return t.Truncate(time.Millisecond).UTC() }
