@@ -58,6 +58,10 @@ type Tx interface {
 	AddQueued(deltas []QueueDelta) error
 	// InsertEvents appends to the history, in order.
 	InsertEvents(events []Event, now time.Time) error
+	// Notify tells the other nodes, when the transaction commits, that it
+	// made work ready in pools and finished tasks (see store.Listener). A
+	// backend with one node only does nothing.
+	Notify(ready []dockettype.Pool, finished []string) error
 }
 
 type admitSteps interface {

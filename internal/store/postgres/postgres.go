@@ -37,9 +37,10 @@ func Open(ctx context.Context, url string, opts Options) (*engine.Store, error) 
 
 // Backend is the PostgreSQL engine.Backend.
 type Backend struct {
-	cfg  *pgxpool.Config // the parsed configuration, copied by Fork
-	pool *pgxpool.Pool
-	once sync.Once
+	cfg    *pgxpool.Config // the parsed configuration, copied by Fork
+	pool   *pgxpool.Pool
+	schema string // the installation's schema ("" for the search path's first)
+	once   sync.Once
 }
 
 var _ engine.Backend = (*Backend)(nil)
@@ -66,7 +67,7 @@ func OpenBackend(ctx context.Context, url string, opts Options) (*Backend, error
 	if err != nil {
 		return nil, interpretError("open", err)
 	}
-	b := &Backend{cfg: cfg, pool: pool}
+	b := &Backend{cfg: cfg, pool: pool, schema: opts.Schema}
 	if err := migrate(ctx, b, opts.Schema); err != nil {
 		pool.Close()
 		return nil, err
@@ -90,7 +91,7 @@ func (b *Backend) Fork(name string, opts store.ForkOptions) (engine.Backend, err
 	if err != nil {
 		return nil, interpretError("fork", err)
 	}
-	return &Backend{cfg: cfg, pool: pool}, nil
+	return &Backend{cfg: cfg, pool: pool, schema: b.schema}, nil
 }
 
 // Close closes this handle's connection pool, waiting for connections in
@@ -139,7 +140,7 @@ func (b *Backend) pipelined(ctx context.Context, fn func(tx engine.Tx) error) (e
 		return err
 	}
 	defer conn.Release()
-	t := &txn{ctx: ctx, conn: conn.Conn()}
+	t := &txn{ctx: ctx, conn: conn.Conn(), channel: channelName(b.schema)}
 	t.later("BEGIN ISOLATION LEVEL READ COMMITTED")
 	defer func() {
 		if err == nil || conn.Conn().PgConn().TxStatus() == 'I' {

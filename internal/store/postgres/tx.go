@@ -25,6 +25,7 @@ import (
 type txn struct {
 	ctx     context.Context
 	conn    *pgx.Conn
+	channel string // where Notify sends
 	pending pgx.Batch
 }
 

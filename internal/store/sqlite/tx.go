@@ -578,3 +578,7 @@ func nullString(s string) any {
 	}
 	return s
 }
+
+// Notify does nothing: an SQLite database has one node, which signals its
+// own pools and waiters in process.
+func (t *txn) Notify([]dockettype.Pool, []string) error { return nil }
