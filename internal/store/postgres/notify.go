@@ -111,4 +111,3 @@ func parseNotification(payload string) (store.Notification, bool) {
 	}
 	return store.Notification{}, false
 }
-
