@@ -164,6 +164,13 @@ func printBenchTable(w io.Writer, r *bench.Result, kind, db string, batch int) {
 	row("latency p50", "%.1f ms", r.P50MS)
 	row("latency p99", "%.1f ms  ("+lat+")", r.P99MS, r.LatencySamples)
 	row("peak RSS", "%.1f MiB", float64(r.PeakRSSBytes)/(1<<20))
+	if len(r.Windows) > 0 {
+		rates := make([]string, len(r.Windows))
+		for i, w := range r.Windows {
+			rates[i] = fmt.Sprintf("%.0f", w)
+		}
+		row("tasks/s by window", "%s", strings.Join(rates, " "))
+	}
 	if r.AdmitSeconds > 0 {
 		row("admission", "%d tasks in %.3f s: %.0f tasks/s (batches of %d)", r.Admitted, r.AdmitSeconds, r.AdmitTasksPerSecond, batch)
 	} else {

@@ -86,6 +86,10 @@ type Result struct {
 	// PeakRSSBytes is the process's peak resident set (VmHWM) when the
 	// measured phase ended; 0 where /proc is missing.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// Windows is continuous mode's rate in consecutive windows (a tenth of
+	// the duration; a minute for runs of five minutes or more), to show
+	// whether throughput holds as the tables grow.
+	Windows []float64 `json:"windows_tasks_per_second,omitempty"`
 
 	Tenants  int `json:"tenants"`
 	Workers  int `json:"workers"`

@@ -131,9 +131,12 @@ func (t *txn) Bindings(keys []engine.TenantKey) (map[engine.TenantKey]engine.Bin
 	for i, k := range keys {
 		tenants[i], ks[i] = k.Tenant, k.Key
 	}
+	// A lateral lookup per key (OFFSET 0 keeps the planner from turning it
+	// into a hash join that would read the whole table).
 	rows, err := t.query(`SELECT b.tenant, b.key, b.request_hash, b.task_id
-		FROM idempotency_keys b JOIN unnest($1::text[], $2::text[]) AS k (tenant, key)
-			ON b.tenant = k.tenant AND b.key = k.key`, tenants, ks)
+		FROM unnest($1::text[], $2::text[]) AS k (tenant, key)
+		CROSS JOIN LATERAL (SELECT * FROM idempotency_keys b
+			WHERE b.tenant = k.tenant AND b.key = k.key OFFSET 0) b`, tenants, ks)
 	if err != nil {
 		return nil, err
 	}
@@ -318,6 +321,27 @@ func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant,
 	})
 }
 
+// takeSQL claims a tenant's first ready tasks: $1 pool, $2 tenant, $3
+// limit, $4 owner, $5 lease expiry, $6 now.
+//
+// Every step reads by index, whatever the planner's statistics say: the
+// update finds its rows by primary key from the picked IDs, and each task
+// is a lateral primary-key lookup (OFFSET 0 keeps it one), never a hash
+// join over the whole history.
+const takeSQL = `WITH picked AS (
+		SELECT id FROM task_queue
+		WHERE pool = $1 AND tenant = $2 AND state = 'queued' AND run_after IS NULL
+		ORDER BY priority DESC, id LIMIT $3
+		FOR UPDATE SKIP LOCKED
+	), q AS (
+		UPDATE task_queue l SET state = 'running', attempt = l.attempt + 1, lease_epoch = l.lease_epoch + 1,
+			lease_owner = $4, lease_expires_at = $5, started_at = coalesce(l.started_at, $6)
+		WHERE l.id = ANY (ARRAY(SELECT id FROM picked))
+		RETURNING l.*
+	)
+	SELECT ` + claimCols + `, t.input FROM q
+	CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`
+
 // Take claims each granted tenant's first ready tasks, one statement per
 // grant, all in one round trip: the rows are picked and locked (SKIP
 // LOCKED: never waiting for a row another transaction holds), moved to
@@ -325,19 +349,7 @@ func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant,
 func (t *txn) Take(pool dockettype.Pool, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error) {
 	b := &pgx.Batch{}
 	for _, g := range grants {
-		b.Queue(`WITH picked AS (
-				SELECT id FROM task_queue
-				WHERE pool = $1 AND tenant = $2 AND state = 'queued' AND run_after IS NULL
-				ORDER BY priority DESC, id LIMIT $3
-				FOR UPDATE SKIP LOCKED
-			), q AS (
-				UPDATE task_queue l SET state = 'running', attempt = l.attempt + 1, lease_epoch = l.lease_epoch + 1,
-					lease_owner = $4, lease_expires_at = $5, started_at = coalesce(l.started_at, $6)
-				FROM picked WHERE l.id = picked.id
-				RETURNING l.*
-			)
-			SELECT `+claimCols+`, t.input FROM q JOIN tasks t ON t.id = q.id`,
-			string(pool), g.Tenant, g.Count, owner, ts(expires), ts(now))
+		b.Queue(takeSQL, string(pool), g.Tenant, g.Count, owner, ts(expires), ts(now))
 	}
 	br, err := t.send(b)
 	if err != nil {
@@ -403,7 +415,7 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 				AS u (id, epoch, from_state, to_state, bump, code, message, result, deadline_due, lease_due)
 		), gone AS (
 			DELETE FROM task_queue q USING u
-			WHERE q.id = u.id AND q.lease_epoch = u.epoch AND (u.from_state = '' OR q.state = u.from_state)
+			WHERE q.id = ANY($1) AND q.id = u.id AND q.lease_epoch = u.epoch AND (u.from_state = '' OR q.state = u.from_state)
 				AND (NOT u.deadline_due OR q.deadline_at <= $11) AND (NOT u.lease_due OR q.lease_expires_at <= $11)
 			RETURNING q.id, q.tenant, q.pool, q.state, q.attempt, q.started_at,
 				q.lease_epoch + CASE WHEN u.bump THEN 1 ELSE 0 END AS epoch,
@@ -448,7 +460,7 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 			error_message = CASE WHEN u.uncharge THEN q.error_message ELSE nullif(u.message, '') END
 		FROM unnest($1::text[], $2::bigint[], $3::bool[], $4::bool[], $5::timestamptz[], $6::text[], $7::text[], $8::bool[])
 			AS u (id, epoch, bump, uncharge, run_after, code, message, lease_due)
-		WHERE q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
+		WHERE q.id = ANY($1) AND q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
 			AND (NOT u.lease_due OR q.lease_expires_at <= $9)
 		RETURNING q.id, q.tenant, q.pool, 'running', q.lease_epoch, q.run_after IS NULL`,
 		ids, epochs, bumps, uncharge, runAfters, codes, msgs, leaseDue, ts(now))
@@ -492,7 +504,7 @@ func (t *txn) Renew(leases []store.Lease, expires time.Time) ([]store.Lease, err
 	}
 	rows, err := t.query(`UPDATE task_queue q SET lease_expires_at = $1
 		FROM unnest($2::text[], $3::bigint[]) AS l (id, epoch)
-		WHERE q.id = l.id AND q.lease_epoch = l.epoch AND q.state = 'running'
+		WHERE q.id = ANY($2) AND q.id = l.id AND q.lease_epoch = l.epoch AND q.state = 'running'
 		RETURNING q.id, q.lease_epoch`, ts(expires), ids, epochs)
 	if err != nil {
 		return nil, err
