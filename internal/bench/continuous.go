@@ -31,8 +31,8 @@ func (h *harness) continuous(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 
-	if err := h.svc.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start the service: %w", err)
+	if err := h.start(ctx); err != nil {
+		return nil, err
 	}
 	p.reset("run", 0)
 	// Top up once a batch's worth (or half the backlog, if smaller) has
