@@ -100,6 +100,7 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request, _ dockettype.
 		writeError(w, r, s.adminStoreError(ctx, "admin_keys", err))
 		return
 	}
+	s.log.InfoContext(ctx, "api key created", "key_id", k.ID, "tenant", k.Tenant, "role", k.Role)
 	writeJSON(w, r, http.StatusCreated, createdKeyBody{
 		ID: k.ID, Key: key, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, CreatedAt: k.CreatedAt,
 	})
@@ -153,6 +154,7 @@ func (s *server) revokeKey(w http.ResponseWriter, r *http.Request, _ dockettype.
 		writeError(w, r, s.adminStoreError(r.Context(), "admin_keys", err))
 		return
 	}
+	s.log.InfoContext(r.Context(), "api key revoked", "key_id", k.ID, "tenant", k.Tenant, "role", k.Role)
 	writeJSON(w, r, http.StatusOK, keyOf(k))
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/logtest"
@@ -41,7 +42,13 @@ func TestFailureMessageReachesTheTaskNotTheLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := h.waitTerminal(alice, res.Task.ID, dockettype.StateFailed)
+		// The service's long poll returns when the completer notifies it.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		got, err := h.svc.Wait(ctx, alice, res.Task.ID, MaxWait)
+		cancel()
+		if err != nil || got.State != dockettype.StateFailed {
+			t.Fatalf("%s: %+v %v, want failed", tc.workflow, got, err)
+		}
 		if got.Error == nil || got.Error.Code != tc.code || got.Error.Message != tc.message {
 			t.Errorf("%s: error = %+v, want code %s and message %q", tc.workflow, got.Error, tc.code, tc.message)
 		}
