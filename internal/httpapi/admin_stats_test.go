@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/httpapi/httpapitest"
 	"github.com/docket-dev/docket/internal/queue"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/faultstore"
 )
 
 // GET /v1/admin/tenants lists every tenant by ID with its limits and
@@ -152,4 +156,47 @@ func TestAdminStats(t *testing.T) {
 			t.Errorf("schedulers = %v, want %v", names, want)
 		}
 	})
+}
+
+// An admin call the store cannot answer is 503 store_unavailable (500
+// internal for a database error that is not an outage), counted, with
+// nothing of the database's text in the answer or the log.
+func TestAdminStoreUnavailable(t *testing.T) {
+	t.Parallel()
+	var fs *faultstore.Store
+	s := httpapitest.New(t, httpapitest.Options{Queue: queuedOnly, WrapStore: func(st store.Store) store.Store {
+		fs = faultstore.New(st)
+		return fs
+	}})
+	admin := s.NewAdminKeyFor(t, "ops", "root")
+	calls := []struct {
+		op  string
+		req request
+	}{
+		{"list_tenants", request{method: http.MethodGet, path: "/v1/admin/tenants"}},
+		{"ensure_tenant", request{method: http.MethodPost, path: "/v1/admin/keys", body: `{"tenant":"beta","principal":"bob"}`}},
+		{"create_api_key", request{method: http.MethodPost, path: "/v1/admin/keys", body: `{"tenant":"beta","principal":"bob"}`}},
+		{"list_api_keys", request{method: http.MethodGet, path: "/v1/admin/keys"}},
+		{"revoke_api_key", request{method: http.MethodPost, path: "/v1/admin/keys/key_x/revoke"}},
+		{"stats", request{method: http.MethodGet, path: "/v1/admin/stats"}},
+	}
+	dbErr := &store.DatabaseError{Op: "x", Code: "SQLSTATE 23505", Err: httpapitest.ErrOutage}
+	for _, c := range calls {
+		c.req.key = admin
+		fs.Set(c.op, faultstore.Fail(httpapitest.ErrOutage))
+		r := call(t, s.URL, c.req)
+		r.wantError(t, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)
+		assertNoLeak(t, r.body)
+		fs.Set(c.op, faultstore.Fail(dbErr))
+		r = call(t, s.URL, c.req)
+		r.wantError(t, http.StatusInternalServerError, dockettype.CodeInternal)
+		assertNoLeak(t, r.body)
+		fs.Set(c.op, nil)
+	}
+	if n := testutil.ToFloat64(s.Metrics.StoreErrors.WithLabelValues("admin_keys")); n != 8 {
+		t.Errorf("store_errors_total{admin_keys} = %v, want 8", n)
+	}
+	if keys, err := s.Store.ListAPIKeys(context.Background(), "beta"); err != nil || len(keys) != 0 {
+		t.Fatalf("beta's keys after failed creations: %d, %v", len(keys), err)
+	}
 }
