@@ -38,9 +38,9 @@ type Config struct {
 	DefaultMaxAttempts int           // default 3
 	MaxAttemptsLimit   int           // largest max_attempts a submission may ask; default 25
 
-	ClaimBatch     int           // most tasks one claim takes; default 64
+	ClaimBatch     int           // most tasks one claim takes (claims are also sized by free workers); default 1000
 	AdmitBatch     int           // most submissions one admission transaction takes; default 128
-	FinishBatch    int           // most outcomes one finish transaction takes; default 256
+	FinishBatch    int           // most outcomes one finish transaction takes; default 1000
 	ScanBatch      int           // rows per recovery/deadline batch; default 500
 	HeartbeatBatch int           // leases per heartbeat statement batch; default 1000
 	QueryTimeout   time.Duration // per store call in schedulers and pools; default 10s
@@ -86,9 +86,9 @@ func (c *Config) setDefaults() error {
 	setDur(&c.MaxTimeout, 24*time.Hour)
 	setInt(&c.DefaultMaxAttempts, 3)
 	setInt(&c.MaxAttemptsLimit, 25)
-	setInt(&c.ClaimBatch, 64)
+	setInt(&c.ClaimBatch, 1000)
 	setInt(&c.AdmitBatch, 128)
-	setInt(&c.FinishBatch, 256)
+	setInt(&c.FinishBatch, 1000)
 	setInt(&c.ScanBatch, 500)
 	setInt(&c.HeartbeatBatch, 1000)
 	setDur(&c.QueryTimeout, 10*time.Second)
