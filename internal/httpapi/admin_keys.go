@@ -131,9 +131,16 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request, _ dockettype.P
 	writeJSON(w, r, http.StatusOK, out)
 }
 
+// keyForgetter is an Authenticator that caches the keys it resolved
+// (*auth.Authenticator.WithCache): revoking a key drops it from this node's
+// cache at once; other nodes drop it when their cache entry expires.
+type keyForgetter interface {
+	Forget(keyID string)
+}
+
 // revokeKey serves POST /v1/admin/keys/{id}/revoke: the key with its
 // revoked_at (revoking again changes nothing). From this answer on, this
-// node refuses the key: authentication reads the store on every request.
+// node refuses the key.
 func (s *server) revokeKey(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
 	if _, err := queryParams(r); err != nil {
 		writeError(w, r, err)
@@ -153,6 +160,9 @@ func (s *server) revokeKey(w http.ResponseWriter, r *http.Request, _ dockettype.
 	case err != nil:
 		writeError(w, r, s.adminStoreError(r.Context(), "admin_keys", err))
 		return
+	}
+	if f, ok := s.authn.(keyForgetter); ok {
+		f.Forget(k.ID)
 	}
 	s.log.InfoContext(r.Context(), "api key revoked", "key_id", k.ID, "tenant", k.Tenant, "role", k.Role)
 	writeJSON(w, r, http.StatusOK, keyOf(k))

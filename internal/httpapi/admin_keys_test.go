@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/auth"
 	"github.com/docket-dev/docket/internal/httpapi"
@@ -172,24 +174,35 @@ func TestAdminKeys(t *testing.T) {
 	})
 }
 
-// A key revoked through one node is refused by every node: each request
-// reads its key from the shared store, so the refusal is immediate (the
-// contract allows up to 5 s on the other nodes).
+// A key revoked through one node is refused by every node: at once by the
+// node that revoked it, even though it had the key cached, and by the
+// others when their cache entry expires (the contract allows 5 s; nodes
+// cache keys for docket.KeyCacheTTL). Without a cache, every node refuses
+// it at once.
 func TestRevokedKeyIsRefusedOnEveryNode(t *testing.T) {
 	t.Parallel()
 	httpapitest.ForEachDatabase(t, func(t *testing.T, db httpapitest.Database) {
 		t.Parallel()
-		a := httpapitest.New(t, httpapitest.Options{Store: db.Open(t), Queue: queuedOnly})
-		b := httpapitest.New(t, httpapitest.Options{Store: db.Open(t), Queue: queuedOnly})
+		const ttl = 2 * time.Second
+		clock := clockwork.NewFakeClock()
+		node := func(cache time.Duration) *httpapitest.Stack {
+			return httpapitest.New(t, httpapitest.Options{Store: db.Open(t), Queue: queuedOnly, KeyCacheTTL: cache, KeyCacheClock: clock})
+		}
+		a, b, c := node(ttl), node(ttl), node(0)
 		admin := a.NewAdminKeyFor(t, "ops", "root")
 		bob := createKey(t, a.URL, admin, `{"tenant":"beta","principal":"bob"}`)
-		for _, node := range []string{a.URL, b.URL} {
-			call(t, node, request{method: http.MethodGet, path: "/v1/tasks", key: bob.Key}).wantStatus(t, http.StatusOK)
+		bobCalls := func(node *httpapitest.Stack) response {
+			return call(t, node.URL, request{method: http.MethodGet, path: "/v1/tasks", key: bob.Key})
+		}
+		for _, n := range []*httpapitest.Stack{a, b, c} {
+			bobCalls(n).wantStatus(t, http.StatusOK) // a and b now hold the key in their caches
 		}
 		call(t, a.URL, request{method: http.MethodPost, path: "/v1/admin/keys/" + bob.ID + "/revoke", key: admin}).wantStatus(t, http.StatusOK)
-		for _, node := range []string{a.URL, b.URL} {
-			call(t, node, request{method: http.MethodGet, path: "/v1/tasks", key: bob.Key}).
-				wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
-		}
+		bobCalls(a).wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
+		bobCalls(c).wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
+		bobCalls(b).wantStatus(t, http.StatusOK) // still cached on b, for less than the TTL
+		clock.Advance(ttl)
+		bobCalls(b).wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
+		bobCalls(a).wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
 	})
 }

@@ -56,7 +56,9 @@ type Executor interface {
 }
 
 // Authenticator resolves an API key to its principal. *auth.Authenticator
-// satisfies it. An unknown or revoked key is auth.ErrUnauthenticated (or a
+// satisfies it; when it also has Forget(keyID) (a cache of resolved keys),
+// POST /v1/admin/keys/{id}/revoke calls it so that this node refuses the
+// key at once. An unknown or revoked key is auth.ErrUnauthenticated (or a
 // *dockettype.Error with CodeUnauthenticated); any other error means the
 // key store could not answer and is answered as 503 store_unavailable.
 type Authenticator interface {

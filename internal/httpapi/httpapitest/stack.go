@@ -46,6 +46,11 @@ type Options struct {
 	// WrapStore, when set, wraps the store the service and the
 	// authenticator use (e.g. a faultstore.Store; see FailTasks).
 	WrapStore func(store.Store) store.Store
+	// KeyCacheTTL, when set, makes the authenticator cache resolved keys
+	// for that long (auth.Authenticator.WithCache) on KeyCacheClock
+	// (default the real clock).
+	KeyCacheTTL   time.Duration
+	KeyCacheClock clockwork.Clock
 	// WrapRuntime, when set, wraps the demo runtime (e.g. to signal when a
 	// task starts).
 	WrapRuntime func(queue.Runtime) queue.Runtime
@@ -145,7 +150,15 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 	if api.Node == nil {
 		api.Node = s.Service
 	}
-	s.Server = httptest.NewServer(httpapi.New(s.Service, auth.NewAuthenticator(st), api))
+	authn := auth.NewAuthenticator(st)
+	if opts.KeyCacheTTL > 0 {
+		clock := opts.KeyCacheClock
+		if clock == nil {
+			clock = clockwork.NewRealClock()
+		}
+		authn = authn.WithCache(opts.KeyCacheTTL, clock)
+	}
+	s.Server = httptest.NewServer(httpapi.New(s.Service, authn, api))
 	s.closers = append(s.closers, s.Server.Close)
 	s.URL = s.Server.URL
 	return s, nil
