@@ -208,8 +208,8 @@ func keysRevokeCmd(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return printJSON(stdout, keyJSONOf(k))
 	}
-	fmt.Fprintf(stdout, "key %s (%s/%s) revoked at %s; servers refuse it from their next request\n",
-		k.ID, k.Tenant, k.Principal, k.RevokedAt.Local().Format(time.DateTime))
+	fmt.Fprintf(stdout, "key %s (%s/%s) revoked at %s; servers refuse it within %s\n",
+		k.ID, k.Tenant, k.Principal, k.RevokedAt.Local().Format(time.DateTime), docket.KeyCacheTTL)
 	return nil
 }
 

@@ -26,7 +26,7 @@ var commandHelp = map[string]struct{ args, summary string }{
 	"migrate":            {"[flags]", "Create the database if it is missing and apply pending migrations."},
 	"keys create":        {"--tenant T --principal P [--role member|admin] [flags]", "Create an API key and print it alone on stdout (it is not shown again). A missing tenant is created with --default-tenant-limit."},
 	"keys list":          {"[--tenant T] [flags]", "List API keys (of one tenant, or all), oldest first, revoked ones included: never a key or its hash. A table on a terminal, the admin API's JSON otherwise (or with --json)."},
-	"keys revoke":        {"[flags] ID", "Revoke an API key by its ID (see keys list). Servers on this database refuse it from their next request."},
+	"keys revoke":        {"[flags] ID", "Revoke an API key by its ID (see keys list). Servers on this database refuse it within 2 s (they cache the keys they resolved that long)."},
 	"tenants list":       {"[flags]", "List tenants with their in-flight limit, weight and tasks in flight. A table on a terminal, the admin API's JSON otherwise (or with --json)."},
 	"tenants set-limits": {"--tenant T [--max-in-flight N] [--weight W] [flags]", "Change a tenant's in-flight limit and dispatch weight: only the flags given change. A missing tenant is created with --default-tenant-limit."},
 	"rules publish":      {"[flags] FILE", "Validate a quality rule set and publish it as the next version."},

@@ -75,7 +75,7 @@ func listKeys(t *testing.T, url, admin, query string) (keys []listedKey, body st
 
 // Admin keys create, list and revoke keys: the key is shown once, a
 // listing never carries a key or its hash, and a revoked key is refused
-// from the next request on.
+// at once by the node that revoked it.
 func TestAdminKeys(t *testing.T) {
 	t.Parallel()
 	httpapitest.ForEachDatabase(t, func(t *testing.T, db httpapitest.Database) {

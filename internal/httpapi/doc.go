@@ -19,8 +19,9 @@
 // /v1/admin/tenants/{id}), create keys (POST /v1/admin/keys: the key is
 // shown in that answer only), list them without secrets (GET
 // /v1/admin/keys?tenant=) and revoke them (POST
-// /v1/admin/keys/{id}/revoke: refused from the next request on, since
-// every request reads its key from the store); with Options.Node too, GET
+// /v1/admin/keys/{id}/revoke: refused at once by this node, which drops
+// the key from its Authenticator's cache when it has one, and by other
+// nodes when their cache entry expires); with Options.Node too, GET
 // /v1/admin/stats reports pools, tenants and this node's schedulers.
 //
 // Serve the handler with NewServer (header, write and idle timeouts) on a
