@@ -189,13 +189,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		return out
 	})
+	s.observeQueue()
 	handler := httpapi.New(s.svc, auth.NewAuthenticator(st).WithCache(KeyCacheTTL, clock), httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBytes,
 		Logger: cfg.Logger, Metrics: s.metrics, Clock: clock,
 		Version: Version(), BodyTimeout: cfg.BodyTimeout,
 		MaxWaits: cfg.MaxWaits, MaxWaitsPerTenant: cfg.MaxWaitsPerTenant,
 		MaxTimeout: s.svc.Config().MaxTimeout,
-		Tenants:    st, DefaultTenantLimit: cfg.DefaultTenantLimit,
+		Admin:      st, Node: s.svc, DefaultTenantLimit: cfg.DefaultTenantLimit,
 	})
 	s.http = httpapi.NewServer(handler, slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn))
 	return s, nil

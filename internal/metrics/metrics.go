@@ -34,6 +34,10 @@ type Metrics struct {
 	HTTPDuration        *prometheus.HistogramVec // route, class (2xx, 4xx, …)
 	HTTPLongPolls       prometheus.Gauge         // long polls (GET ?wait=) being held
 	HTTPConnections     prometheus.Gauge         // open client connections
+
+	// Schedulers records the ticks of this node's schedulers (admin stats,
+	// docket_scheduler_lag_seconds).
+	Schedulers *SchedulerRuns
 }
 
 // New creates the collectors on a fresh registry (with Go and process
@@ -79,6 +83,7 @@ func New() *Metrics {
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "route", "class"),
 		HTTPLongPolls:   gauge("http_long_polls", "Long polls (GET /v1/tasks/{id}?wait=) being held."),
 		HTTPConnections: gauge("http_open_connections", "Open client connections (bounded by --max-connections)."),
+		Schedulers:      newSchedulerRuns(),
 	}
 	return m
 }

@@ -26,6 +26,7 @@ type finishRequest struct {
 	pool     dockettype.Pool
 	workflow string
 	traceID  string
+	tenant   string
 }
 
 func newCompleter(s *Service) *completer {
@@ -127,6 +128,7 @@ func (c *completer) apply(ctx context.Context, batch []*finishRequest) bool {
 			s.metrics.Retries.WithLabelValues(string(r.pool), metrics.CodeLabel(r.item.Code)).Inc()
 		default:
 			s.metrics.TerminalOutcomes.WithLabelValues(string(r.pool), string(res[i].State)).Inc()
+			s.logFailed(ctx, r, res[i].State)
 			s.waiters.notify(r.item.TaskID)
 		}
 	}

@@ -31,6 +31,7 @@ type scheduler struct {
 
 func (sc *scheduler) Start(ctx context.Context) error {
 	sc.log = sc.svc.cfg.Logger.With("component", sc.name) // not svc.log: it has component=queue already
+	sc.svc.metrics.Schedulers.Started(sc.name, sc.svc.clock.Now())
 	return sc.loop.Start(ctx, sc.run)
 }
 
@@ -79,6 +80,7 @@ func (sc *scheduler) runTick(ctx context.Context) {
 	defer func() {
 		if r := recover(); r != nil {
 			m.SchedulerPanics.WithLabelValues(sc.name).Inc()
+			m.Schedulers.Ran(sc.name, sc.svc.clock.Now(), false)
 			sc.log.ErrorContext(ctx, "scheduler tick panicked", "code", dockettype.CodeInternal)
 		}
 		if sc.afterTick != nil {
@@ -92,11 +94,13 @@ func (sc *scheduler) runTick(ctx context.Context) {
 			return
 		}
 		m.SchedulerErrors.WithLabelValues(sc.name).Inc()
+		m.Schedulers.Ran(sc.name, sc.svc.clock.Now(), false)
 		m.StoreErrors.WithLabelValues(sc.name).Inc()
 		sc.log.WarnContext(ctx, "scheduler tick failed", "code", dockettype.CodeStoreUnavailable)
 		return
 	}
 	m.SchedulerTicks.WithLabelValues(sc.name).Inc()
+	m.Schedulers.Ran(sc.name, sc.svc.clock.Now(), true)
 }
 
 // query bounds one store call.

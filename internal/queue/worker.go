@@ -41,7 +41,7 @@ func (s *Service) execute(ctx context.Context, c *store.ClaimedTask) {
 		item.Kind, item.Result = store.FinishSucceed, result
 	default:
 		code, retryable := s.classify(task, err)
-		item.Code = code
+		item.Code, item.Message = code, failureMessage(code, err)
 		if retryable && task.Attempt < task.MaxAttempts {
 			item.Kind = store.FinishRetry
 			item.RunAfter = s.clock.Now().Add(s.backoff(task.Attempt))
@@ -49,7 +49,7 @@ func (s *Service) execute(ctx context.Context, c *store.ClaimedTask) {
 			item.Kind = store.FinishFail
 		}
 	}
-	s.completer.enqueue(&finishRequest{item: item, pool: task.Pool, workflow: task.Workflow, traceID: task.TraceID})
+	s.completer.enqueue(&finishRequest{item: item, pool: task.Pool, workflow: task.Workflow, traceID: task.TraceID, tenant: task.Tenant})
 }
 
 // invoke calls the runtime, turning a panic into errPanic.
