@@ -35,6 +35,7 @@ type Config struct {
 
 	DefaultTimeout     time.Duration // deadline of tasks that name none; default 10m
 	MaxTimeout         time.Duration // largest timeout a submission may ask; default 24h
+	MaxScheduleAhead   time.Duration // how far ahead run_at may be; default 30 days
 	DefaultMaxAttempts int           // default 3
 	MaxAttemptsLimit   int           // largest max_attempts a submission may ask; default 25
 
@@ -78,6 +79,7 @@ func (c *Config) setDefaults() error {
 	def(&c.Online, 32*cpus)
 	def(&c.Offline, 8*cpus)
 	setDur(&c.LeaseTTL, 30*time.Second)
+	setDur(&c.MaxScheduleAhead, 30*24*time.Hour)
 	setDur(&c.HeartbeatInterval, c.LeaseTTL/3)
 	setDur(&c.RecoveryInterval, 5*time.Second)
 	setDur(&c.DeadlineInterval, time.Second)
