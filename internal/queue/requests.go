@@ -1,8 +1,8 @@
 package queue
 
 import (
-	"time"
 	"encoding/json"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 )
