@@ -259,6 +259,10 @@ const (
 	FinishSucceed FinishKind = iota + 1 // → succeeded with Result
 	FinishFail                          // → failed with Code
 	FinishRetry                         // → queued with RunAfter and Code as the last error
+	// FinishRelease hands a lease back at shutdown: → queued now, attempt
+	// not charged (attempt-1), lease cleared, event code shutdown. The
+	// task's error code is unchanged.
+	FinishRelease
 )
 
 // FinishParams is one batch of attempt outcomes.

@@ -15,7 +15,7 @@ import (
 func (s *Store) Finish(ctx context.Context, p *store.FinishParams) ([]store.FinishResult, error) {
 	for _, it := range p.Items {
 		switch it.Kind {
-		case store.FinishSucceed, store.FinishFail, store.FinishRetry:
+		case store.FinishSucceed, store.FinishFail, store.FinishRetry, store.FinishRelease:
 		default:
 			return nil, fmt.Errorf("finish: kind %d: %w", it.Kind, store.ErrInvalid)
 		}
@@ -59,6 +59,8 @@ func (t *txn) finishOne(it store.FinishItem) (store.FinishResult, error) {
 		state = dockettype.StateFailed
 	case store.FinishRetry:
 		state = dockettype.StateQueued
+	case store.FinishRelease:
+		return t.releaseLease(it)
 	}
 	if state == dockettype.StateQueued {
 		// A delayed retry is not ready until a claim promotes it, so the
@@ -93,6 +95,25 @@ func (t *txn) finishOne(it store.FinishItem) (store.FinishResult, error) {
 		}
 	}
 	return store.FinishResult{Applied: true, State: state}, nil
+}
+
+// releaseLease hands a running task back to the queue at once without
+// charging the attempt (a node shutting down).
+func (t *txn) releaseLease(it store.FinishItem) (store.FinishResult, error) {
+	var tenant, pool string
+	err := t.tx.QueryRow(t.ctx, `UPDATE tasks SET state = 'queued', attempt = attempt - 1, run_after = NULL,
+			lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = $1 AND lease_epoch = $2 AND state = 'running' RETURNING tenant, pool`, it.TaskID, it.Epoch).Scan(&tenant, &pool)
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur, err := t.currentState(it.TaskID)
+		return store.FinishResult{Applied: false, State: cur}, err
+	}
+	if err != nil {
+		return store.FinishResult{}, err
+	}
+	t.event(it.TaskID, dockettype.StateRunning, dockettype.StateQueued, it.Epoch, dockettype.CodeShutdown)
+	t.queueDelta(dockettype.Pool(pool), tenant, 1)
+	return store.FinishResult{Applied: true, State: dockettype.StateQueued}, nil
 }
 
 func (t *txn) currentState(taskID string) (dockettype.State, error) {

@@ -49,6 +49,8 @@ func (t *txn) finishOne(it store.FinishItem) (store.FinishResult, error) {
 		state = dockettype.StateFailed
 	case store.FinishRetry:
 		state = dockettype.StateQueued
+	case store.FinishRelease:
+		return t.releaseLease(it)
 	default:
 		return store.FinishResult{}, fmt.Errorf("finish: kind %d: %w", it.Kind, store.ErrInvalid)
 	}
@@ -80,6 +82,26 @@ func (t *txn) finishOne(it store.FinishItem) (store.FinishResult, error) {
 		}
 	}
 	return store.FinishResult{Applied: true, State: state}, nil
+}
+
+// releaseLease hands a running task back to the queue at once without
+// charging the attempt (a node shutting down).
+func (t *txn) releaseLease(it store.FinishItem) (store.FinishResult, error) {
+	var tenant string
+	var pool dockettype.Pool
+	err := t.tx.QueryRowContext(t.ctx, `UPDATE tasks SET state = 'queued', attempt = attempt - 1, run_after = NULL,
+			lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = ? AND lease_epoch = ? AND state = 'running' RETURNING tenant, pool`, it.TaskID, it.Epoch).Scan(&tenant, &pool)
+	if errors.Is(err, sql.ErrNoRows) {
+		cur, err := t.currentState(it.TaskID)
+		return store.FinishResult{Applied: false, State: cur}, err
+	}
+	if err != nil {
+		return store.FinishResult{}, err
+	}
+	t.event(it.TaskID, dockettype.StateRunning, dockettype.StateQueued, it.Epoch, dockettype.CodeShutdown)
+	t.queueDelta(pool, tenant, 1)
+	return store.FinishResult{Applied: true, State: dockettype.StateQueued}, nil
 }
 
 func (t *txn) currentState(taskID string) (dockettype.State, error) {
