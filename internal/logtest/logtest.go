@@ -1,10 +1,12 @@
 // Package logtest gives tests a JSON slog.Logger whose every line is checked,
 // when the test ends, for things Docket must never log: payload canaries and
-// database or SQL error text (R8).
+// database or SQL error text (R8); and for a key given twice in one line
+// (two components naming themselves, say), which log search cannot read.
 package logtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
@@ -51,7 +53,8 @@ func New(t testing.TB) (*slog.Logger, *Buffer) {
 	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
 
-// Check fails t for each log line that holds a forbidden fragment.
+// Check fails t for each log line that holds a forbidden fragment or a key
+// twice.
 func Check(t testing.TB, logs string) {
 	t.Helper()
 	for _, line := range strings.Split(logs, "\n") {
@@ -60,5 +63,65 @@ func Check(t testing.TB, logs string) {
 				t.Errorf("log line leaks %q: %s", f, line)
 			}
 		}
+		if key := duplicateKey(line); key != "" {
+			t.Errorf("log line has the key %q twice: %s", key, line)
+		}
 	}
+}
+
+// duplicateKey returns a key that one JSON object of line (the record or a
+// group in it) holds twice, or "".
+func duplicateKey(line string) string {
+	if !strings.HasPrefix(line, "{") {
+		return ""
+	}
+	dec := json.NewDecoder(strings.NewReader(line))
+	if _, err := dec.Token(); err != nil {
+		return ""
+	}
+	return duplicateKeyInObject(dec)
+}
+
+// duplicateKeyInObject reads the rest of an object whose "{" was read.
+func duplicateKeyInObject(dec *json.Decoder) string {
+	seen := map[string]bool{}
+	found := ""
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return found
+		}
+		key, _ := tok.(string)
+		if seen[key] && found == "" {
+			found = key
+		}
+		seen[key] = true
+		if dup := skipValue(dec); dup != "" && found == "" {
+			found = dup
+		}
+	}
+	_, _ = dec.Token() // "}"
+	return found
+}
+
+// skipValue reads one value, checking the objects in it.
+func skipValue(dec *json.Decoder) string {
+	tok, err := dec.Token()
+	if err != nil {
+		return ""
+	}
+	switch tok {
+	case json.Delim('{'):
+		return duplicateKeyInObject(dec)
+	case json.Delim('['):
+		found := ""
+		for dec.More() {
+			if dup := skipValue(dec); dup != "" && found == "" {
+				found = dup
+			}
+		}
+		_, _ = dec.Token() // "]"
+		return found
+	}
+	return ""
 }
