@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -210,7 +211,10 @@ func (c *completer) apply(ctx context.Context, items []*finishRequest) (retry []
 		c.metrics.StoreErrors.WithLabelValues("finish").Inc()
 		c.log.WarnContext(ctx, "finish refused a batch; splitting it", "code", dockettype.CodeInternal, "batch", len(items))
 		half := len(items) / 2
-		return append(c.apply(ctx, items[:half]), c.apply(ctx, items[half:])...)
+		left := c.apply(ctx, items[:half])
+		right := c.apply(ctx, items[half:])
+		return append(slices.Clip(left), right...) // a new array: left aliases items
+
 	}
 }
 

@@ -179,7 +179,7 @@ func TestCompleterPerPool(t *testing.T) {
 	})
 	workers := h.watchWorkers()
 	h.start()
-	const flood = 40
+	const flood = 20
 	var floodIDs []string
 	for i := range flood {
 		floodIDs = append(floodIDs, h.submit(alice, fmt.Sprint("flood-", i), "test.flood", fmt.Sprint(i)).ID)
@@ -187,7 +187,7 @@ func TestCompleterPerPool(t *testing.T) {
 	// At least 1 outcome in the blocked write and 8 queued behind it.
 	awaitN(t, "the offline completer to fill up", workers, 9)
 
-	for i := range 20 {
+	for i := range 10 {
 		task := h.submit(alice, fmt.Sprint("online-", i), "test.echo", fmt.Sprint(i))
 		h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
 	}

@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -90,6 +92,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
 	h := &harness{t: t, rt: newTestRuntime(), clock: clockwork.NewFakeClockAt(baseTime)}
 	h.path = filepath.Join(t.TempDir(), "docket.db")
+	copyFile(t, migratedDB(t), h.path)
 	var err error
 	h.store, err = sqlite.Open(context.Background(), h.path, sqlite.Options{Synchronous: "normal"})
 	if err != nil {
@@ -126,6 +129,46 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	h.svc = newTestService(t, h.st, h.rt, cfg)
 	return h
+}
+
+// template is an empty database migrated once per test binary: each
+// harness starts from a copy, so that tests do not each pay for the
+// migrations (which, under -race, cost more than most tests).
+var template struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// templateDir holds the template; TestMain removes it.
+var templateDir string
+
+func migratedDB(t *testing.T) string {
+	t.Helper()
+	template.once.Do(func() {
+		template.path = filepath.Join(templateDir, "template.db")
+		st, err := sqlite.Open(context.Background(), template.path, sqlite.Options{Synchronous: "normal"})
+		if err != nil {
+			template.err = err
+			return
+		}
+		template.err = st.Close()
+	})
+	if template.err != nil {
+		t.Fatalf("migrate the template database: %v", template.err)
+	}
+	return template.path
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err == nil {
+		err = os.WriteFile(to, b, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // newTestService builds a Service whose Stop the harness can drive: its
@@ -370,6 +413,41 @@ func (h *harness) submit(p dockettype.Principal, key, workflow string, input str
 		h.t.Fatalf("submit %s: %v", key, err)
 	}
 	return res.Task
+}
+
+// submitAll submits reqs concurrently (the admitter group-commits them)
+// and returns each result's task, in order; any error fails the test.
+func (h *harness) submitAll(p dockettype.Principal, reqs []*SubmitRequest) []*dockettype.Task {
+	h.t.Helper()
+	tasks := make([]*dockettype.Task, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() {
+			res, err := h.svc.Submit(context.Background(), p, req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			tasks[i] = res.Task
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			h.t.Fatalf("submit %s: %v", reqs[i].IdempotencyKey, err)
+		}
+	}
+	return tasks
+}
+
+// fresh makes n requests for workflow with keys prefix-0, prefix-1, ….
+func fresh(n int, prefix, workflow string, input func(i int) string) []*SubmitRequest {
+	reqs := make([]*SubmitRequest, n)
+	for i := range reqs {
+		reqs[i] = &SubmitRequest{IdempotencyKey: fmt.Sprint(prefix, i), Workflow: workflow, Input: json.RawMessage(input(i))}
+	}
+	return reqs
 }
 
 func (h *harness) get(p dockettype.Principal, id string) *dockettype.Task {

@@ -100,7 +100,7 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 	// poll), so each task is long-polled on both nodes and the node that
 	// finished it answers.
 	var all []string
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 40; i++ {
 		svc := a
 		if i%2 == 1 {
 			svc = b

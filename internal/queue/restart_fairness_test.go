@@ -95,7 +95,7 @@ func TestExecutionServiceRestart(t *testing.T) {
 	}
 }
 
-// TestExecutionServiceFairTenantScheduling: tenant A has 1,000 queued
+// TestExecutionServiceFairTenantScheduling: tenant A has 200 queued
 // tasks; tenant B then submits 10. With every worker busy and slots freed
 // one at a time, B's tasks start within the next 20 starts (dispatch
 // alternates between the two backlogged tenants), not after A's backlog.
@@ -103,7 +103,7 @@ func TestExecutionServiceFairTenantScheduling(t *testing.T) {
 	t.Parallel()
 	const workers = 4
 	h := newHarness(t, func(h *harness, c *Config) {
-		c.Online = PoolConfig{Workers: workers, Capacity: 2000}
+		c.Online = PoolConfig{Workers: workers, Capacity: 400}
 		c.ClaimBatch = workers
 	})
 	// Each start reports its tenant. With every worker busy, exactly one
@@ -124,20 +124,18 @@ func TestExecutionServiceFairTenantScheduling(t *testing.T) {
 		return await(t, "a task to start after a freed slot", started)
 	}
 	ctx := context.Background()
-	// Admit A's backlog in large batches (the same admission transaction
-	// Submit uses, without 1,000 HTTP-sized round trips).
-	for b := 0; b < 2; b++ {
-		items := make([]*store.AdmitItem, 500)
-		for i := range items {
-			items[i] = &store.AdmitItem{
-				TaskID: uuid.Must(uuid.NewV7()).String(), Tenant: "a", Author: "a", IdempotencyKey: fmt.Sprint("a-", b, "-", i),
-				RequestHash: "h", Workflow: "test.gated", Pool: dockettype.PoolOnline, MaxAttempts: 1,
-				DeadlineAt: baseTime.Add(h.svc.cfg.DefaultTimeout), TraceID: NewTraceID(), Input: []byte("null"),
-			}
+	// Admit A's backlog in one batch (the same admission transaction Submit
+	// uses, without 200 HTTP-sized round trips).
+	items := make([]*store.AdmitItem, 200)
+	for i := range items {
+		items[i] = &store.AdmitItem{
+			TaskID: uuid.Must(uuid.NewV7()).String(), Tenant: "a", Author: "a", IdempotencyKey: fmt.Sprint("a-", i),
+			RequestHash: "h", Workflow: "test.gated", Pool: dockettype.PoolOnline, MaxAttempts: 1,
+			DeadlineAt: baseTime.Add(h.svc.cfg.DefaultTimeout), TraceID: NewTraceID(), Input: []byte("null"),
 		}
-		if _, err := h.store.Admit(ctx, &store.AdmitParams{Now: h.clock.Now(), Items: items}); err != nil {
-			t.Fatal(err)
-		}
+	}
+	if _, err := h.store.Admit(ctx, &store.AdmitParams{Now: h.clock.Now(), Items: items}); err != nil {
+		t.Fatal(err)
 	}
 	h.start()
 	h.svc.wake(dockettype.PoolOnline)
