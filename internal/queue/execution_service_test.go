@@ -394,7 +394,7 @@ func TestServiceStartStopConcurrently(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	var wg sync.WaitGroup
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 10; i++ {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()

@@ -125,10 +125,10 @@ func TestExecutionServiceStopDuringOutage(t *testing.T) {
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
 		c.FinishBatch = 1 // the completer holds 4 outcomes
-		c.Online.Workers = 16
+		c.Online.Workers = 8
 	})
 	gate := h.gate()
-	running := make(chan string, 16)
+	running := make(chan string, 8)
 	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		running <- inv.Task.ID
 		<-gate.C
@@ -136,12 +136,12 @@ func TestExecutionServiceStopDuringOutage(t *testing.T) {
 	})
 	h.start()
 	var ids []string
-	for i := range 16 {
+	for i := range 8 {
 		ids = append(ids, h.submit(alice, fmt.Sprint("k", i), "test.gated", `1`).ID)
 	}
-	awaitN(t, "16 tasks to run", running, 16)
+	awaitN(t, "8 tasks to run", running, 8)
 	fs.Set("*", faultstore.Fail(store.ErrUnavailable))
-	gate.open() // 16 outcomes, none can be written
+	gate.open() // 8 outcomes, more than the completer holds, none can be written
 	h.stop()    // fails the test if Stop hangs
 	t.Logf("finish failures %d, finish calls %d, outcomes dropped %v", fs.Failures("finish"), fs.Calls("finish"),
 		metric(h.svc.metrics.OutcomesDropped, "online", "stopping"))

@@ -19,7 +19,7 @@ import (
 // picked up once its lease expires. All of it is read through the API.
 func TestExecutionServiceRestart(t *testing.T) {
 	t.Parallel()
-	const capacity = 20
+	const capacity = 10
 	h := newHarness(t, func(h *harness, c *Config) {
 		c.Online = PoolConfig{Workers: -1, Capacity: capacity}
 		c.Offline.Workers = -1
@@ -69,8 +69,8 @@ func TestExecutionServiceRestart(t *testing.T) {
 			t.Fatalf("replay of %s after restart: %+v %v, want task %s", a.key, res, err, a.task.ID)
 		}
 	}
-	// The reservations survived: 19 live tasks hold the pool, one slot is
-	// free (the cancelled task's), and then the pool is full.
+	// The reservations survived: the live tasks hold all but one slot (the
+	// cancelled task's); one more submission fills the pool.
 	if _, err := h2.svc.Submit(ctx, alice, &SubmitRequest{IdempotencyKey: "new", Workflow: "test.echo", Input: json.RawMessage(`"new"`)}); err != nil {
 		t.Fatalf("submit into the free slot: %v", err)
 	}
@@ -95,7 +95,7 @@ func TestExecutionServiceRestart(t *testing.T) {
 	}
 }
 
-// TestExecutionServiceFairTenantScheduling: tenant A has 200 queued
+// TestExecutionServiceFairTenantScheduling: tenant A has 100 queued
 // tasks; tenant B then submits 10. With every worker busy and slots freed
 // one at a time, B's tasks start within the next 20 starts (dispatch
 // alternates between the two backlogged tenants), not after A's backlog.
@@ -103,7 +103,7 @@ func TestExecutionServiceFairTenantScheduling(t *testing.T) {
 	t.Parallel()
 	const workers = 4
 	h := newHarness(t, func(h *harness, c *Config) {
-		c.Online = PoolConfig{Workers: workers, Capacity: 400}
+		c.Online = PoolConfig{Workers: workers, Capacity: 200}
 		c.ClaimBatch = workers
 	})
 	// Each start reports its tenant. With every worker busy, exactly one
@@ -125,8 +125,8 @@ func TestExecutionServiceFairTenantScheduling(t *testing.T) {
 	}
 	ctx := context.Background()
 	// Admit A's backlog in one batch (the same admission transaction Submit
-	// uses, without 200 HTTP-sized round trips).
-	items := make([]*store.AdmitItem, 200)
+	// uses, without 100 HTTP-sized round trips).
+	items := make([]*store.AdmitItem, 100)
 	for i := range items {
 		items[i] = &store.AdmitItem{
 			TaskID: uuid.Must(uuid.NewV7()).String(), Tenant: "a", Author: "a", IdempotencyKey: fmt.Sprint("a-", i),

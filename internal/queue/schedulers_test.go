@@ -196,7 +196,7 @@ func TestExecutionServiceTimeout(t *testing.T) {
 // exactly one terminal event and its reservation released.
 func TestExecutionServiceTerminalRaces(t *testing.T) {
 	t.Parallel()
-	const n = 80
+	const n = 48
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
 		c.LeaseTTL, c.HeartbeatInterval, c.RecoveryInterval, c.DeadlineInterval = 3*time.Second, time.Second, time.Second, time.Second
@@ -474,9 +474,12 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 		t.Fatalf("dead node claimed %d tasks (%v), want 26", len(dead), err)
 	}
 
+	// Five seconds at a time (one deadline tick each; the deadlines fall on
+	// steps), for more than three lease TTLs.
 	ttl := h.svc.cfg.LeaseTTL
-	for elapsed := time.Second; elapsed <= 3*ttl+10*time.Second; elapsed += time.Second {
-		h.clock.Advance(time.Second)
+	const step = 5 * time.Second
+	for elapsed := step; elapsed <= 3*ttl+10*time.Second; elapsed += step {
+		h.clock.Advance(step)
 		await(t, "deadline", tk.deadline)
 		if elapsed%h.svc.cfg.HeartbeatInterval == 0 {
 			await(t, "heartbeat", tk.heartbeat)
