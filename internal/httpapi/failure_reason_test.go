@@ -34,7 +34,7 @@ func TestFailedTaskShowsItsReason(t *testing.T) {
 			t.Fatalf("the failure message was logged:\n%s", s.Logs)
 		}
 		logged := false
-		for _, line := range logLines(t, s.Logs.String(), "queue") {
+		for _, line := range logLines(t, s.Logs.String(), "completer") {
 			logged = logged || line["msg"] == "task failed" && line["task_id"] == task.ID && line["code"] == string(tc.code) &&
 				line["tenant"] == httpapitest.Tenant && line["trace_id"] == task.TraceID
 		}

@@ -43,12 +43,15 @@ type Config struct {
 	AdmitBatch     int           // most submissions one admission transaction takes; default 128
 	FinishBatch    int           // most outcomes one finish transaction takes; default 1000
 	ScanBatch      int           // rows per recovery/deadline batch; default 500
+	ScanBatches    int           // most recovery/deadline batches per tick; default 20
+	ScanPause      time.Duration // pause between two batches of one tick; default 50ms
 	HeartbeatBatch int           // leases per heartbeat statement batch; default 1000
 	QueryTimeout   time.Duration // per store call in schedulers and pools; default 10s
 
 	RetryBackoffBase time.Duration // first retry delay; default 1s
 	RetryBackoffMax  time.Duration // default 5m
 	ShutdownGrace    time.Duration // how long Stop lets running tasks finish; default 10s
+	ShutdownAbandon  time.Duration // how long Stop then waits for cancelled tasks before abandoning them; default 5s
 	RetryAfter       time.Duration // Retry-After on 429 answers; default 1s
 
 	Clock   clockwork.Clock  // default real clock
@@ -92,11 +95,14 @@ func (c *Config) setDefaults() error {
 	setInt(&c.AdmitBatch, 128)
 	setInt(&c.FinishBatch, 1000)
 	setInt(&c.ScanBatch, 500)
+	setInt(&c.ScanBatches, 20)
+	setDur(&c.ScanPause, 50*time.Millisecond)
 	setInt(&c.HeartbeatBatch, 1000)
 	setDur(&c.QueryTimeout, 10*time.Second)
 	setDur(&c.RetryBackoffBase, time.Second)
 	setDur(&c.RetryBackoffMax, 5*time.Minute)
 	setDur(&c.ShutdownGrace, 10*time.Second)
+	setDur(&c.ShutdownAbandon, 5*time.Second)
 	setDur(&c.RetryAfter, time.Second)
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()

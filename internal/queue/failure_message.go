@@ -64,10 +64,10 @@ func cleanMessage(msg string) string {
 
 // logFailed logs a task that the finish made failed: its code and IDs
 // only, never its message, input or result.
-func (s *Service) logFailed(ctx context.Context, r *finishRequest, state dockettype.State) {
+func (c *completer) logFailed(ctx context.Context, r *finishRequest, state dockettype.State) {
 	if r.item.Kind != store.FinishFail || state != dockettype.StateFailed {
 		return
 	}
-	s.log.InfoContext(ctx, "task failed", "code", r.item.Code,
+	c.log.InfoContext(ctx, "task failed", "code", r.item.Code,
 		"task_id", r.item.TaskID, "tenant", r.tenant, "trace_id", r.traceID, "workflow", r.workflow)
 }
