@@ -52,7 +52,7 @@ func (sc *schedulerLoop) Start(ctx context.Context) error {
 	sc.metrics.Schedulers.Started(sc.name, sc.clock.Now())
 	return sc.loop.Start(ctx, sc.run)
 }
-func (sc *schedulerLoop) Stop()                           { sc.loop.Stop() }
+func (sc *schedulerLoop) Stop() { sc.loop.Stop() }
 
 func (sc *schedulerLoop) run(ctx context.Context) {
 	// Stagger the first tick so that nodes started together do not scan
