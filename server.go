@@ -25,6 +25,20 @@ import (
 	"github.com/docket-dev/docket/workflow"
 )
 
+// DefaultRetention is how long finished tasks are kept by default.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// retention maps Config.Retention to the queue's (0 there: keep forever).
+func retention(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultRetention
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
 // KeyCacheTTL is how long a node remembers an API key it resolved: a key
 // revoked elsewhere is refused on every node within it.
 const KeyCacheTTL = 2 * time.Second
@@ -48,8 +62,13 @@ type Config struct {
 	HeartbeatInterval time.Duration // default LeaseTTL/3
 	RecoveryInterval  time.Duration // default 5s
 	DeadlineInterval  time.Duration // default 1s
-	DefaultTimeout    time.Duration // default 10m
-	ShutdownGrace     time.Duration // default 10s
+	// Retention: tasks finished longer ago are deleted with their input,
+	// events, evidence and idempotency binding. 0: the default, 168h; < 0:
+	// keep them forever. CleanerInterval is the cleaner's period (1m).
+	Retention       time.Duration
+	CleanerInterval time.Duration
+	DefaultTimeout  time.Duration // default 10m
+	ShutdownGrace   time.Duration // default 10s
 
 	MaxBodyBytes      int64  // default 1 MiB; also bounds each task of a batch
 	MaxBatchBytes     int64  // body of POST /v1/tasks/batch; default 16 MiB
@@ -171,6 +190,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		RecoveryInterval:  cfg.RecoveryInterval,
 		DeadlineInterval:  cfg.DeadlineInterval,
+		Retention:         retention(cfg.Retention),
+		CleanerInterval:   cfg.CleanerInterval,
 		DefaultTimeout:    cfg.DefaultTimeout,
 		ShutdownGrace:     cfg.ShutdownGrace,
 		Clock:             clock,

@@ -29,6 +29,8 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.RecoveryInterval, "recovery-interval", 5*time.Second, "expired-lease recovery period")
 	fs.DurationVar(&cfg.DeadlineInterval, "deadline-interval", time.Second, "deadline enforcement period")
 	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", 10*time.Minute, "deadline of tasks that name no timeout")
+	retention := fs.Duration("retention", docket.DefaultRetention, "finished tasks older than this are deleted with their input, events, evidence and idempotency binding (0: keep them)")
+	fs.DurationVar(&cfg.CleanerInterval, "cleaner-interval", time.Minute, "retention cleaner period")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown lets running tasks finish")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body, and largest task of a batch")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", 16<<20, "largest body of POST /v1/tasks/batch")
@@ -40,6 +42,10 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	maxWaitsPerTenant := fs.Int("max-waits-per-tenant", httpapi.DefaultMaxWaitsPerTenant, "most long polls held at once per tenant on this node (0: no bound)")
 	if _, err := parse(fs, args); err != nil {
 		return err
+	}
+	cfg.Retention = *retention
+	if cfg.Retention == 0 {
+		cfg.Retention = -1 // keep forever
 	}
 	// On the command line 0 means no bound; in docket.Config it is < 0.
 	unbounded := func(n int) int {

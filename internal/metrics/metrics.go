@@ -30,6 +30,7 @@ type Metrics struct {
 	SchedulerTick       *prometheus.HistogramVec // scheduler: tick duration
 	LeasesRecovered     *prometheus.CounterVec   // outcome (requeued|failed)
 	DeadlineTimeouts    *prometheus.CounterVec   // from (queued|running)
+	TasksDeleted        prometheus.Counter       // by the retention cleaner
 	OutcomesDropped     *prometheus.CounterVec   // pool, reason (invalid|stopping): attempt outcomes never written
 	LeasesReleased      *prometheus.CounterVec   // pool: leases handed back at shutdown
 	WorkersAbandoned    *prometheus.CounterVec   // pool: workers still running when Stop gave up on them
@@ -81,6 +82,7 @@ func New() *Metrics {
 		SchedulerTick:       histogram("scheduler_tick_seconds", "Scheduler tick duration, by scheduler.", prometheus.ExponentialBuckets(0.0005, 2, 16), "scheduler"),
 		LeasesRecovered:     counter("leases_recovered_total", "Expired leases recovered, by outcome (requeued, failed).", "outcome"),
 		DeadlineTimeouts:    counter("deadline_timeouts_total", "Tasks timed out by the deadline scheduler, by prior state.", "from"),
+		TasksDeleted:        counter("tasks_deleted_total", "Finished tasks the retention cleaner deleted, with their history.").WithLabelValues(),
 		OutcomesDropped:     counter("outcomes_dropped_total", "Attempt outcomes the completer gave up writing (the lease lapses and recovery runs the task again), by pool and reason (invalid, stopping).", "pool", "reason"),
 		LeasesReleased:      counter("leases_released_total", "Leases handed back to the queue at shutdown (attempt not charged), by pool.", "pool"),
 		WorkersAbandoned:    counter("workers_abandoned_total", "Workers that ignored cancellation past the shutdown bounds and were abandoned (their lease lapses), by pool.", "pool"),

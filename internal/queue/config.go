@@ -30,8 +30,13 @@ type Config struct {
 	LeaseTTL          time.Duration // default 30s
 	HeartbeatInterval time.Duration // default LeaseTTL/3
 	RecoveryInterval  time.Duration // default 5s
-	DeadlineInterval  time.Duration // default 1s
-	PollInterval      time.Duration // fallback claim poll when idle; default 1s
+	// Retention: tasks finished longer ago are deleted by the cleaner
+	// (with their input, events, evidence and idempotency binding); 0
+	// keeps them. CleanerInterval is the cleaner's period; default 1m.
+	Retention        time.Duration
+	CleanerInterval  time.Duration
+	DeadlineInterval time.Duration // default 1s
+	PollInterval     time.Duration // fallback claim poll when idle; default 1s
 
 	DefaultTimeout     time.Duration // deadline of tasks that name none; default 10m
 	MaxTimeout         time.Duration // largest timeout a submission may ask; default 24h
@@ -85,6 +90,7 @@ func (c *Config) setDefaults() error {
 	setDur(&c.MaxScheduleAhead, 30*24*time.Hour)
 	setDur(&c.HeartbeatInterval, c.LeaseTTL/3)
 	setDur(&c.RecoveryInterval, 5*time.Second)
+	setDur(&c.CleanerInterval, time.Minute)
 	setDur(&c.DeadlineInterval, time.Second)
 	setDur(&c.PollInterval, time.Second)
 	setDur(&c.DefaultTimeout, 10*time.Minute)

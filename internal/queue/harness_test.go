@@ -336,7 +336,7 @@ func withEvidenceHook(hook evidenceHook) harnessOption {
 
 // ticks receives a signal after every tick of each scheduler.
 type ticks struct {
-	recovery, heartbeat, deadline chan struct{}
+	recovery, heartbeat, deadline, cleaner chan struct{}
 }
 
 // watchTicks turns on the schedulers' tick signals; call before start.
@@ -345,7 +345,8 @@ func (h *harness) watchTicks() *ticks {
 	sig.recovery.ticked.init()
 	sig.heartbeat.ticked.init()
 	sig.deadline.ticked.init()
-	return &ticks{sig.recovery.ticked.ch, sig.heartbeat.ticked.ch, sig.deadline.ticked.ch}
+	sig.cleaner.ticked.init()
+	return &ticks{sig.recovery.ticked.ch, sig.heartbeat.ticked.ch, sig.deadline.ticked.ch, sig.cleaner.ticked.ch}
 }
 
 // await waits for one signal.

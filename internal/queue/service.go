@@ -64,6 +64,8 @@ type running struct {
 	recovery   *RecoveryScheduler
 	heartbeat  *HeartbeatScheduler
 	deadline   *DeadlineScheduler
+	cleaner    *Cleaner              // nil when Retention is 0
+	listener   *notificationListener // nil when the store sends no notifications
 }
 
 // New builds a Service. It starts nothing: call Start.
@@ -117,6 +119,12 @@ func (s *Service) Start(ctx context.Context) error {
 		starts = append(starts, r.completers[p].Start, r.pools[p].Start)
 	}
 	starts = append(starts, r.recovery.Start, r.heartbeat.Start, r.deadline.Start)
+	if r.cleaner != nil {
+		starts = append(starts, r.cleaner.Start)
+	}
+	if r.listener != nil {
+		starts = append(starts, r.listener.Start)
+	}
 	for _, start := range starts {
 		if err := start(ctx); err != nil {
 			s.stopAll(r)
@@ -192,6 +200,15 @@ func (s *Service) build() (*running, error) {
 	}
 	r.deadline = newDeadlineScheduler(base("deadline"), sched(cfg.DeadlineInterval), scan, f,
 		s.leases, s.waiters, s.metrics, &s.signals.deadline)
+	if l, ok := s.store.(store.Listener); ok {
+		r.listener = newNotificationListener(base("listener"), l, s.wakeups, s.waiters)
+	}
+	if cfg.Retention > 0 {
+		if f, err = fork("cleaner", one); err != nil {
+			return fail(err)
+		}
+		r.cleaner = newCleaner(base("cleaner"), sched(cfg.CleanerInterval), scan, cfg.Retention, f, s.metrics, &s.signals.cleaner)
+	}
 	return r, nil
 }
 
@@ -227,6 +244,12 @@ func (s *Service) stopAll(r *running) {
 	r.recovery.Stop()
 	r.heartbeat.Stop()
 	r.deadline.Stop()
+	if r.cleaner != nil {
+		r.cleaner.Stop()
+	}
+	if r.listener != nil {
+		r.listener.Stop()
+	}
 	// Leases still held belong to abandoned workers or unwritten outcomes:
 	// they lapse, and recovery runs those tasks again.
 	s.leases.clear()

@@ -24,6 +24,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("AdmitConcurrency", su.testAdmitConcurrency)
 	t.Run("Claim", su.testClaim)
 	t.Run("Schedule", su.testSchedule)
+	t.Run("Retention", su.testRetention)
 	t.Run("Fairness", su.testFairness)
 	t.Run("Finish", su.testFinish)
 	t.Run("Evidence", su.testEvidence)

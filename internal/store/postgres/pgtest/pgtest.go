@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -46,9 +47,16 @@ func Schema(t testing.TB, url string) string {
 			return
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
+		// The drop can collide with an autovacuum worker still busy in the
+		// schema (a deadlock the server breaks by failing one side): try a
+		// few times.
+		for attempt := range 5 {
+			if _, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err == nil {
+				return
+			}
+			time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
 		}
+		t.Errorf("drop schema %s: %v", schema, err)
 	})
 	return schema
 }
