@@ -39,6 +39,10 @@ type Options struct {
 	// API configures the handler. Logger and Metrics default to the
 	// stack's, Tenants to its store.
 	API httpapi.Options
+	// Store, when set, is the store the stack runs on instead of a SQLite
+	// database in its folder (e.g. a PostgreSQL store from pgtest). The
+	// caller closes it.
+	Store store.Store
 	// WrapStore, when set, wraps the store the service and the
 	// authenticator use (e.g. a faultstore.Store; see FailTasks).
 	WrapStore func(store.Store) store.Store
@@ -83,11 +87,15 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 			s.Close()
 		}
 	}()
-	s.Store, err = sqlite.Open(ctx, filepath.Join(dir, "d.db"), sqlite.Options{Synchronous: "normal"})
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	if opts.Store != nil {
+		s.Store = opts.Store
+	} else {
+		s.Store, err = sqlite.Open(ctx, filepath.Join(dir, "d.db"), sqlite.Options{Synchronous: "normal"})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		s.closers = append(s.closers, func() { _ = s.Store.Close() })
 	}
-	s.closers = append(s.closers, func() { _ = s.Store.Close() })
 	var st store.Store = s.Store
 	if opts.WrapStore != nil {
 		st = opts.WrapStore(st)
