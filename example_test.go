@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,7 +43,7 @@ func Example() {
 		DB:        filepath.Join(dir, "docket.db"),
 		Listen:    "127.0.0.1:0",
 		Workflows: reg,
-		Logger:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Logger:    slog.Default(),
 	})
 	if err != nil {
 		panic(err)

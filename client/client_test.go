@@ -24,7 +24,9 @@ import (
 	"github.com/docket-dev/docket/internal/store/faultstore"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the package on a leaked goroutine, and on a line the default
+// logger received that Docket must never log (logtest.Guard).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(logtest.Guard(m)) }
 
 var canaryInput = json.RawMessage(`{"msg": "` + logtest.Canary + `"}`)
 

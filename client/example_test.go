@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -24,7 +23,7 @@ func Example() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	server, err := httpapitest.Start(ctx, dir, slog.New(slog.NewTextHandler(io.Discard, nil)), httpapitest.Options{})
+	server, err := httpapitest.Start(ctx, dir, slog.Default(), httpapitest.Options{})
 	if err != nil {
 		panic(err)
 	}

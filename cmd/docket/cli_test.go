@@ -10,16 +10,31 @@ import (
 	"time"
 
 	"github.com/docket-dev/docket/internal/auth"
+	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 )
 
-// runCLI runs one CLI invocation in-process.
+// runCLI runs one CLI invocation in-process. The log lines it wrote to
+// stderr (serve and bench log JSON there) are checked like any test
+// logger's; its other stderr lines are messages for the operator.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = run(args, &out, &errb)
+	logtest.Check(t, logLines(errb.String()))
 	return code, out.String(), errb.String()
+}
+
+// logLines keeps the JSON lines of a command's stderr.
+func logLines(stderr string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "{") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
 }
 
 func TestParseFlagsAnywhereAndFromEnv(t *testing.T) {

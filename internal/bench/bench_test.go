@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 	"github.com/docket-dev/docket/internal/store/storetest"
@@ -19,8 +20,9 @@ func TestRunOnPostgres(t *testing.T) {
 	url := pgtest.URL(t)
 	st := pgtest.Open(t, url, pgtest.Schema(t, url))
 	ctx := context.Background()
+	logger, _ := logtest.New(t)
 
-	res, err := Run(ctx, st, Options{Mode: BurnDown, Tasks: 300, Batch: 120, Tenants: 2, Workers: 8, Timeout: time.Minute})
+	res, err := Run(ctx, st, Options{Mode: BurnDown, Tasks: 300, Batch: 120, Tenants: 2, Workers: 8, Timeout: time.Minute, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +30,7 @@ func TestRunOnPostgres(t *testing.T) {
 		res.LatencySamples != 300 || res.Seconds <= 0 || res.Latency != "admission_to_finish" {
 		t.Fatalf("burn-down = %+v", res)
 	}
-	res, err = Run(ctx, st, Options{Mode: Continuous, Duration: 500 * time.Millisecond, Backlog: 100, Batch: 50, Timeout: time.Minute})
+	res, err = Run(ctx, st, Options{Mode: Continuous, Duration: 500 * time.Millisecond, Backlog: 100, Batch: 50, Timeout: time.Minute, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,8 @@ func TestRunHTTPAdmissionOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	res, err := Run(context.Background(), st, Options{Mode: HTTP, Duration: 300 * time.Millisecond, Clients: 4, Tenants: 3, Workers: -1})
+	logger, _ := logtest.New(t)
+	res, err := Run(context.Background(), st, Options{Mode: HTTP, Duration: 300 * time.Millisecond, Clients: 4, Tenants: 3, Workers: -1, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/docket-dev/docket/internal/logtest"
+
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/auth"
 	"github.com/docket-dev/docket/internal/httpapi"
@@ -23,7 +25,9 @@ var (
 	_ httpapi.Authenticator = (*auth.Authenticator)(nil)
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the package on a leaked goroutine, and on a line the default
+// logger received that Docket must never log (logtest.Guard).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(logtest.Guard(m)) }
 
 // request is one call to the API.
 type request struct {

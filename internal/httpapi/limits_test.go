@@ -138,6 +138,28 @@ func TestTimeoutMSIsBoundedBeforeArithmetic(t *testing.T) {
 	submit(t, srv.URL, "dk_test", "k", `{"workflow":"w","timeout_ms":9223372036854}`).wantStatus(t, http.StatusCreated)
 }
 
+// A body is refused when encoding/json would refuse it: an input nested
+// 10,000 deep passed the decoder (which bounds each member alone), but the
+// body, and every answer that embeds the input as a result, nests deeper
+// than encoding/json reads. Found by FuzzDecodeSubmission.
+func TestSubmitBodyNestingIsBounded(t *testing.T) {
+	t.Parallel()
+	var got []string
+	srv, _, _ := fakeServer(t, &fakeExecutor{submit: func(_ context.Context, req *queue.SubmitRequest) (*queue.SubmitResult, error) {
+		got = append(got, req.IdempotencyKey)
+		return &queue.SubmitResult{Task: &dockettype.Task{ID: "t"}}, nil
+	}})
+	nested := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	submit(t, srv.URL, "dk_test", "deep", `{"workflow":"w","input":`+nested(10000)+`}`).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	postBatch(t, srv.URL, "dk_test", `{"tasks":[{"idempotency_key":"deep","workflow":"w","input":`+nested(9998)+`}]}`).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	submit(t, srv.URL, "dk_test", "ok", `{"workflow":"w","input":`+nested(9999)+`}`).wantStatus(t, http.StatusCreated)
+	if len(got) != 1 || got[0] != "ok" {
+		t.Fatalf("submissions that reached the queue: %v, want [ok]", got)
+	}
+}
+
 // The access log writes known methods as sent and any other as OTHER.
 func TestAccessLogMethod(t *testing.T) {
 	t.Parallel()

@@ -1,13 +1,17 @@
 // Package logtest gives tests a JSON slog.Logger whose every line is checked,
 // when the test ends, for things Docket must never log: payload canaries and
-// database or SQL error text (R8); and for a key given twice in one line
+// database or SQL error text (R8), and for a key given twice in one line
 // (two components naming themselves, say), which log search cannot read.
+// Guard extends the check to the default logger of a whole test binary.
 package logtest
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,12 +21,15 @@ import (
 // never appear in a log line.
 const Canary = "CANARY-7f3a9c"
 
-// forbidden are fragments of SQL statements and database error messages.
+// forbidden are fragments of SQL statements and database error messages
+// (PostgreSQL's "ERROR: syntax error at or near ... (SQLSTATE 42601)",
+// SQLite's "SQL logic error: no such column", ...).
 var forbidden = []string{
 	Canary,
 	"SELECT ", "INSERT ", "UPDATE ", "DELETE ", " WHERE ",
-	"sqlite", "SQLITE", "SQLSTATE", "pgx", "syntax error", "constraint",
-	"no such table", "database is locked", "connection refused", "duplicate key",
+	"sqlite", "SQLITE", "SQLSTATE", "pgx", "syntax error", "at or near", "constraint",
+	"SQL logic error", "no such table", "no such column", "violates", "database is locked",
+	"connection refused", "duplicate key",
 }
 
 // Buffer is a concurrency-safe log sink.
@@ -44,29 +51,90 @@ func (b *Buffer) String() string {
 	return b.buf.String()
 }
 
+// Since returns what was logged after the first n bytes, and the length of
+// everything logged so far: the n of the next call. A long-lived logger
+// (one per fuzz target) checks each iteration's lines with it.
+func (b *Buffer) Since(n int) (string, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	all := b.buf.Bytes()
+	n = min(max(n, 0), len(all))
+	return string(all[n:]), len(all)
+}
+
 // New returns a debug-level JSON logger and its buffer; at cleanup the test
 // fails if any line holds a canary or SQL/database text.
 func New(t testing.TB) (*slog.Logger, *Buffer) {
 	t.Helper()
 	b := &Buffer{}
 	t.Cleanup(func() { Check(t, b.String()) })
-	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
+	return newLogger(b), b
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // Check fails t for each log line that holds a forbidden fragment or a key
 // twice.
 func Check(t testing.TB, logs string) {
 	t.Helper()
+	for _, p := range Problems(logs) {
+		t.Error(p)
+	}
+}
+
+// Problems returns one message for each log line that holds a forbidden
+// fragment or (a JSON line) carries one key twice; none for clean logs.
+func Problems(logs string) []string {
+	var out []string
 	for _, line := range strings.Split(logs, "\n") {
 		for _, f := range forbidden {
 			if strings.Contains(line, f) {
-				t.Errorf("log line leaks %q: %s", f, line)
+				out = append(out, fmt.Sprintf("log line leaks %q: %s", f, line))
 			}
 		}
 		if key := duplicateKey(line); key != "" {
-			t.Errorf("log line has the key %q twice: %s", key, line)
+			out = append(out, fmt.Sprintf("log line has the key %q twice: %s", key, line))
 		}
 	}
+	return out
+}
+
+// TestingM is what Guard wraps: *testing.M, or goleak's TestingM.
+type TestingM interface{ Run() int }
+
+// Guard wraps a test binary's testing.M so that, while its tests run, the
+// default slog logger, and with it the standard log package (net/http's
+// server errors among others), writes to a checked buffer. A component a
+// test builds without a logger falls back to slog.Default() and so is
+// checked too. Run fails the binary (a non-zero code) when a line leaks.
+//
+//	func TestMain(m *testing.M) { goleak.VerifyTestMain(logtest.Guard(m)) }
+func Guard(m TestingM) TestingM { return guard{m: m, report: os.Stderr} }
+
+type guard struct {
+	m      TestingM
+	report io.Writer // where the leaks are described
+}
+
+// Run runs the tests with the checked default logger. The default logger
+// is not restored: the log package stays wired to it, and the binary exits
+// after Run anyway.
+func (g guard) Run() int {
+	b := &Buffer{}
+	slog.SetDefault(newLogger(b))
+	code := g.m.Run()
+	if problems := Problems(b.String()); len(problems) > 0 {
+		fmt.Fprintf(g.report, "logtest: the default logger received lines Docket must never log:\n")
+		for _, p := range problems {
+			fmt.Fprintf(g.report, "\t%s\n", p)
+		}
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
 }
 
 // duplicateKey returns a key that one JSON object of line (the record or a

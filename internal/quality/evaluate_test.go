@@ -159,3 +159,18 @@ func TestEvaluateConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A text that fails a schema in several places always gets the same
+// reason (the library reports the causes in map order).
+func TestSchemaReasonIsDeterministic(t *testing.T) {
+	t.Parallel()
+	rs := mustParseT(t, ruleSet(`{"id": "s", "kind": "json_schema", "schema": {"properties": {
+		"a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": "string"}, "d": {"type": "string"},
+		"e": {"type": "string"}, "f": {"type": "string"}, "g": {"type": "string"}, "h": {"type": "string"}}}}`))
+	in := Input{Text: `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8}`}
+	for range 50 {
+		if got := Evaluate(rs, in).Items[0].Reason; got != "does not match schema at /properties/a/type" {
+			t.Fatalf("reason = %q, want the least location, /properties/a/type", got)
+		}
+	}
+}

@@ -112,6 +112,8 @@ func TestParseRefusesMalformed(t *testing.T) {
 		{"schema invalid", ruleSet(`{"id": "s", "kind": "json_schema", "schema": {"type": "banana"}}`), []string{`rule 1 ("s"): schema:`}},
 		{"schema bad pattern", ruleSet(`{"id": "s", "kind": "json_schema", "schema": {"pattern": "("}}`), []string{`rule 1 ("s"): schema:`}},
 		{"schema file ref", ruleSet(`{"id": "s", "kind": "json_schema", "schema": {"$ref": "file:///etc/passwd"}}`), []string{`rule 1 ("s"): schema:`, "external references are not allowed"}},
+		{"schema too deep", ruleSet(`{"id": "s", "kind": "json_schema", "schema": ` + deepSchema(MaxSchemaDepth+1) + `}`), []string{`rule 1 ("s"): schema: nests deeper than 64 levels`}},
+		{"schema too large", ruleSet(`{"id": "s", "kind": "json_schema", "schema": ` + wideSchema(MaxSchemaNodes/4+1) + `}`), []string{`rule 1 ("s"): schema: has more than 10000 JSON values`}},
 		{"schema http ref", ruleSet(`{"id": "s", "kind": "json_schema", "schema": {"$ref": "https://example.com/s.json"}}`), []string{"external references are not allowed"}},
 
 		{"min_score missing", ruleSet(`{"id": "o", "kind": "reference_overlap"}`), []string{`rule 1 ("o"): min_score: required`}},
@@ -146,7 +148,24 @@ func TestParseAtLimits(t *testing.T) {
 	if rs := mustParseT(t, ruleSet(rules...)); len(rs.Rules()) != MaxRules {
 		t.Errorf("got %d rules, want %d", len(rs.Rules()), MaxRules)
 	}
+	mustParseT(t, ruleSet(`{"id": "deep", "kind": "json_schema", "schema": `+deepSchema(MaxSchemaDepth)+`}`))
+	mustParseT(t, ruleSet(`{"id": "wide", "kind": "json_schema", "schema": `+wideSchema(MaxSchemaNodes/4-1)+`}`))
 	id := strings.Repeat("a", 64)
 	mustParseT(t, ruleSet(`{"id": "`+id+`", "kind": "valid_json"}`))
 	mustParseT(t, ruleSet(`{"id": "0.a_b-c", "kind": "valid_json"}`))
+}
+
+// deepSchema returns a schema whose objects nest depth levels deep.
+func deepSchema(depth int) string {
+	return strings.Repeat(`{"items":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1)
+}
+
+// wideSchema returns a schema of 4n+3 JSON values and member names: an
+// object with "properties" and n properties of one type each.
+func wideSchema(n int) string {
+	props := make([]string, n)
+	for i := range props {
+		props[i] = fmt.Sprintf(`"p%d": {"type": "string"}`, i)
+	}
+	return `{"properties": {` + strings.Join(props, ", ") + `}}`
 }

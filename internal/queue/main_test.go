@@ -6,11 +6,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/docket-dev/docket/internal/logtest"
 )
 
-// TestMain makes the directory of the template database, runs the tests,
-// and fails the package if any test leaves a goroutine running: every pool,
-// scheduler and worker must stop with the service.
+// TestMain makes the directory of the template database, runs the tests
+// with the default logger checked (logtest.Guard), and fails the package if
+// any test leaves a goroutine running: every pool, scheduler and worker
+// must stop with the service.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "docket-queue-test-")
 	if err != nil {
@@ -18,7 +21,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	templateDir = dir
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+	goleak.VerifyTestMain(logtest.Guard(m), goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}))

@@ -1,7 +1,8 @@
 // Package httpapitest starts Docket's real HTTP stack in-process for tests
-// and examples: a SQLite store in a temporary folder, the queue service with
-// the demo workflows on the real runtime, API-key authentication and the
-// httpapi handler behind an httptest.Server.
+// and examples: a SQLite store in a temporary folder (or Options.Store,
+// e.g. PostgreSQL), the queue service with the demo workflows on the real
+// runtime, API-key authentication and the httpapi handler behind an
+// httptest.Server.
 //
 //	stack := httpapitest.New(t, httpapitest.Options{})
 //	req, _ := http.NewRequest("GET", stack.URL+"/v1/tasks", nil)
