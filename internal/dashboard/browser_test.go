@@ -390,7 +390,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	b.goTo("#/overview")
 	b.do("open the overview", chromedp.WaitVisible(chromedp.ID("view-overview")))
-	samples := func(n int) string { return fmt.Sprintf(`Number(document.querySelector("#chart").dataset.samples) >= %d`, n) }
+	samples := func(n int) string {
+		return fmt.Sprintf(`Number(document.querySelector("#chart").dataset.samples) >= %d`, n)
+	}
 	b.until("see a first sample", samples(1))
 	batch(0, 80)
 	b.until("see a second sample", samples(2))
