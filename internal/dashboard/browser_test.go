@@ -22,7 +22,7 @@ import (
 	"github.com/docket-dev/docket/internal/logtest"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the README's screenshot, docs/dashboard.png")
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the README's screenshots, docs/dashboard*.png")
 
 // browserPath finds Chromium: $DOCKET_CHROMIUM, or Debian's chromium (or
 // another Chrome) on the PATH.
@@ -49,6 +49,9 @@ type browser struct {
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	path := browserPath()
+	if path == "" && os.Getenv("DOCKET_REQUIRE_BROWSER") != "" {
+		t.Fatal("no Chromium found, and DOCKET_REQUIRE_BROWSER is set (as .ci/run sets it): install Debian's chromium")
+	}
 	if path == "" {
 		t.Skip("no Chromium found: the browser tests need Debian's chromium (apt-get install -y chromium; .ci/run installs it) or DOCKET_CHROMIUM")
 	}
@@ -161,6 +164,22 @@ func (b *browser) screenshot(name string) string {
 		b.t.Fatal(err)
 	}
 	return path
+}
+
+// keep copies a screenshot to the repository's docs folder when the test
+// runs with -update-screenshot.
+func (b *browser) keep(shot, name string) {
+	b.t.Helper()
+	if !*updateScreenshot || shot == "" {
+		return
+	}
+	data, err := os.ReadFile(shot)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", name), data, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
 }
 
 // api is a plain HTTP client of the server under test.
@@ -332,7 +351,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if res := b.text("#task-result"); !strings.Contains(res, `"verdict"`) {
 		t.Errorf("result = %q", res)
 	}
-	b.screenshot("task-detail")
+	b.keep(b.screenshot("task-detail"), "dashboard-task.png")
 
 	// Client data is shown as text, never run as HTML.
 	x := a.submit(adminKey, "xss-1", map[string]any{"workflow": "demo.echo",
@@ -404,16 +423,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	b.until("see the refusal by code", `document.querySelector("#rejections").textContent.includes("tenant_quota_exceeded")`)
 	b.until("see globex's quota in use", `Array.from(document.querySelectorAll("#overview-tenants td")).some(td => td.textContent === "globex")`)
-	shot := b.screenshot("overview")
-	if *updateScreenshot && shot != "" {
-		data, err := os.ReadFile(shot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard.png"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b.keep(b.screenshot("overview"), "dashboard.png")
 
 	b.do("open the task list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
 	b.until("see a page of tasks", `document.querySelectorAll("#tasks-table tbody tr").length === 50`)

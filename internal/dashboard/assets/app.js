@@ -2,8 +2,8 @@
 //
 // Rules this file keeps:
 // - The API key lives in sessionStorage only and travels only in the
-//   Authorization header of fetch calls: never in a URL, a cookie or the
-//   console.
+//   Authorization header of fetch calls: never in a URL, a cookie or a log
+//   line of the browser.
 // - Everything shown comes from the API and may carry client data: it is
 //   put on the page with textContent and createElement, never as HTML.
 // - Every call is one indexed, bounded API request (lists carry a limit).
