@@ -295,6 +295,19 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// A wrong key is refused on the sign-in page.
 	b.do("open the dashboard", chromedp.Navigate(url+"/ui"), chromedp.WaitVisible(chromedp.ID("signin-key")))
+	// Record what the page gets wrong from here on: script errors, refused
+	// promises, anything the Content-Security-Policy blocks.
+	eval[chromedp.Void](b, `window.problems = [];
+		window.addEventListener("error", e => window.problems.push("error: " + e.message));
+		window.addEventListener("unhandledrejection", e => window.problems.push("rejection: " + e.reason));
+		document.addEventListener("securitypolicyviolation", e => window.problems.push("CSP: " + e.violatedDirective + " " + e.blockedURI))`)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			if p := eval[[]string](b, `window.problems`); len(p) > 0 {
+				t.Errorf("the page had problems: %v", p)
+			}
+		}
+	})
 	b.do("sign in with a wrong key",
 		chromedp.SendKeys(chromedp.ID("signin-key"), "dk_not_a_key"),
 		submitForm("signin-form"),
