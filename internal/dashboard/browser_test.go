@@ -342,6 +342,23 @@ func TestDashboardInBrowser(t *testing.T) {
 	row := fmt.Sprintf(`#tasks-table tr[data-id=%q]`, q.ID)
 	b.until("see the task in the list", fmt.Sprintf(`document.querySelector(%q) !== null`, row))
 
+	// Submit one from the page too, and follow the link to it.
+	b.do("open the new task form", chromedp.Click(chromedp.ID("new-task-toggle")), chromedp.WaitVisible(chromedp.ID("new-input")))
+	if got := eval[string](b, `document.getElementById("new-input").value`); !strings.Contains(got, `"text"`) {
+		t.Errorf("the form's example input for quality.evaluate = %q", got)
+	}
+	b.set("new-workflow", "demo.echo")
+	b.set("new-input", `{"from": "the dashboard"}`)
+	b.do("submit from the page", submitForm("new-task"), chromedp.WaitVisible(chromedp.CSS("#new-answer a")))
+	if got := b.text("#new-answer"); !strings.HasPrefix(got, "Created ") {
+		t.Errorf("submit answer = %q", got)
+	}
+	b.do("open the submitted task", chromedp.Click(chromedp.CSS("#new-answer a")), chromedp.WaitVisible(chromedp.ID("task-result")))
+	if got := b.text("#task-result"); !strings.Contains(got, "the dashboard") {
+		t.Errorf("the echo of the page's submission = %q", got)
+	}
+	b.do("back to the list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.CSS(row)))
+
 	// Open it: fields, timeline and evidence.
 	a.wait(adminKey, q.ID)
 	b.do("open the task", chromedp.Click(chromedp.CSS(row+" a")), chromedp.WaitVisible(chromedp.ID("view-task")))
