@@ -72,15 +72,6 @@ func loadFiles() map[string]file {
 	return out
 }
 
-// Names returns the names of the files Serve serves.
-func Names() []string {
-	out := make([]string, 0, len(files))
-	for name := range files {
-		out = append(out, name)
-	}
-	return out
-}
-
 // Serve writes the embedded file name with the dashboard's security
 // headers, and reports false (writing nothing) when there is no such file.
 // A request whose If-None-Match names the file's ETag gets 304.
