@@ -500,6 +500,11 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("globex after the edit = %+v, want weight 3 and its limit unchanged", tn)
 		}
 	}
+	b.set("key-tenant", "not a name")
+	if !eval[bool](b, `document.getElementById("key-tenant").validity.patternMismatch`) {
+		t.Error("the key form accepts a tenant name the API refuses")
+	}
+	b.set("key-tenant", "")
 	b.do("create a key",
 		chromedp.SendKeys(chromedp.ID("key-tenant"), "initech"),
 		chromedp.SendKeys(chromedp.ID("key-principal"), "ivan"),

@@ -225,7 +225,7 @@
   async function signIn(ev) {
     ev.preventDefault();
     const input = $("signin-key");
-    const key = input.value.trim();
+    const key = input.value.trim().replace(/^Bearer\s+/i, ""); // pasted with its scheme
     const err = $("signin-error");
     err.hidden = true;
     if (!key) return;
