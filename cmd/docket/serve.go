@@ -80,6 +80,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "Docket listening on %s (version %s, mode %s, database %s)\n", srv.URL(), docket.Version(), cfg.Mode, docket.RedactDB(cfg.DB))
+	fmt.Fprintf(stdout, "Dashboard: %s/ui (sign in with an API key)\n", srv.URL())
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "Shutting down…")
 	return srv.Stop()

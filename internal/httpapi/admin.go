@@ -15,8 +15,9 @@ import (
 // adminPrefix starts every route of the admin API (role admin).
 const adminPrefix = "/v1/admin/"
 
-// AdminStore is what the admin API needs from the store: tenants, keys
-// and the counts of GET /v1/admin/stats. Every store.Store satisfies it.
+// AdminStore is what the admin API needs from the store: tenants, keys,
+// the counts of GET /v1/admin/stats and the published rule set versions.
+// Every store.Store satisfies it.
 type AdminStore interface {
 	tenantlimits.Store
 	auth.KeyStore
@@ -24,6 +25,7 @@ type AdminStore interface {
 	ListAPIKeys(ctx context.Context, tenant string) ([]*store.APIKey, error)
 	RevokeAPIKey(ctx context.Context, params *store.RevokeAPIKeyParams) (*store.APIKey, error)
 	Stats(ctx context.Context) (*store.Stats, error)
+	ListRuleSets(ctx context.Context) ([]*store.RuleSet, error)
 }
 
 // NodeStats is what GET /v1/admin/stats reads of this node: its pools'
@@ -64,6 +66,7 @@ func (s *server) adminRoutes() []route {
 		{http.MethodPost, "/v1/admin/keys", s.admin(s.createKey)},
 		{http.MethodGet, "/v1/admin/keys", s.admin(s.listKeys)},
 		{http.MethodPost, "/v1/admin/keys/{id}/revoke", s.admin(s.revokeKey)},
+		{http.MethodGet, "/v1/admin/rules", s.admin(s.listRuleSets)},
 	}
 	if s.node != nil {
 		routes = append(routes, route{http.MethodGet, "/v1/admin/stats", s.admin(s.stats)})

@@ -21,8 +21,14 @@
 // /v1/admin/keys?tenant=) and revoke them (POST
 // /v1/admin/keys/{id}/revoke: refused at once by this node, which drops
 // the key from its Authenticator's cache when it has one, and by other
-// nodes when their cache entry expires); with Options.Node too, GET
+// nodes when their cache entry expires) and list the published rule set
+// versions (GET /v1/admin/rules); with Options.Node too, GET
 // /v1/admin/stats reports pools, tenants and this node's schedulers.
+//
+// Without a key: GET /openapi.json serves openapi.json, the hand-written
+// OpenAPI 3.1 document of every route (tests hold it to the route table and
+// validate real requests and answers against it), and GET /ui serves the
+// operator dashboard (package dashboard), which signs in with a key.
 //
 // Serve the handler with NewServer (header, write and idle timeouts) on a
 // LimitListener (a cap on open connections):

@@ -136,6 +136,11 @@ type route struct {
 
 // New returns the HTTP handler of the v1 contract.
 func New(exec Executor, authn Authenticator, opts Options) http.Handler {
+	return newServer(exec, authn, opts).handler()
+}
+
+// newServer applies the defaults of opts.
+func newServer(exec Executor, authn Authenticator, opts Options) *server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -179,20 +184,13 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 		version:      opts.Version,
 		tenantLimit:  opts.DefaultTenantLimit,
 	}
-	promHandler := promhttp.HandlerFor(opts.Metrics.Registry, promhttp.HandlerOpts{})
-	routes := []route{
-		{http.MethodPost, "/v1/tasks", s.authenticated(s.submit)},
-		{http.MethodPost, "/v1/tasks/batch", s.authenticated(s.submitBatch)},
-		{http.MethodGet, "/v1/tasks", s.authenticated(s.list)},
-		{http.MethodGet, "/v1/tasks/{id}", s.authenticated(s.get)},
-		{http.MethodPost, "/v1/tasks/{id}/cancel", s.authenticated(s.cancel)},
-		{http.MethodGet, "/v1/tasks/{id}/evidence", s.authenticated(s.evidence)},
-		{http.MethodGet, "/v1/tasks/{id}/events", s.authenticated(s.events)},
-		{http.MethodGet, "/healthz", s.healthz},
-		{http.MethodGet, "/readyz", s.readyz},
-		{http.MethodGet, "/metrics", promHandler.ServeHTTP},
-	}
-	routes = append(routes, s.adminRoutes()...)
+	return s
+}
+
+// handler routes the route table, answers 405 for the other methods of its
+// paths and 404 elsewhere.
+func (s *server) handler() http.Handler {
+	routes := s.routes()
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
 	var paths []string
@@ -232,6 +230,28 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 	mux.Handle(adminPrefix, withRoute(routeUnmatched, s.admin(ignorePrincipal(notFound))))
 	mux.Handle("/", withRoute(routeUnmatched, notFound))
 	return s.instrument(mux)
+}
+
+// routes is the route table: every method and path the handler serves.
+// The OpenAPI document describes exactly these (TestOpenAPIDocumentsEveryRoute).
+func (s *server) routes() []route {
+	promHandler := promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})
+	routes := []route{
+		{http.MethodPost, "/v1/tasks", s.authenticated(s.submit)},
+		{http.MethodPost, "/v1/tasks/batch", s.authenticated(s.submitBatch)},
+		{http.MethodGet, "/v1/tasks", s.authenticated(s.list)},
+		{http.MethodGet, "/v1/tasks/{id}", s.authenticated(s.get)},
+		{http.MethodPost, "/v1/tasks/{id}/cancel", s.authenticated(s.cancel)},
+		{http.MethodGet, "/v1/tasks/{id}/evidence", s.authenticated(s.evidence)},
+		{http.MethodGet, "/v1/tasks/{id}/events", s.authenticated(s.events)},
+		{http.MethodGet, "/healthz", s.healthz},
+		{http.MethodGet, "/readyz", s.readyz},
+		{http.MethodGet, "/metrics", promHandler.ServeHTTP},
+		{http.MethodGet, "/openapi.json", serveOpenAPI},
+		{http.MethodGet, "/ui", serveDashboard},
+		{http.MethodGet, "/ui/{file}", serveDashboardFile},
+	}
+	return append(routes, s.adminRoutes()...)
 }
 
 // shadowsWildcard lists the literal paths that a wildcard route of another

@@ -17,6 +17,7 @@ import (
 	"github.com/docket-dev/docket/internal/httpapi"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/metrics"
+	"github.com/docket-dev/docket/internal/quality"
 	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/runtime"
 	"github.com/docket-dev/docket/internal/store"
@@ -54,6 +55,9 @@ type Options struct {
 	// WrapRuntime, when set, wraps the demo runtime (e.g. to signal when a
 	// task starts).
 	WrapRuntime func(queue.Runtime) queue.Runtime
+	// Quality registers quality.evaluate with the built-in seed rules, as
+	// demo mode does (tasks then pin the seed version).
+	Quality bool
 }
 
 // Stack is a running server over the real store, queue and runtime.
@@ -110,7 +114,14 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 	if err := demo.Register(reg, clockwork.NewRealClock()); err != nil {
 		return nil, fmt.Errorf("register demo workflows: %w", err)
 	}
-	var rt queue.Runtime = runtime.New(reg, nil)
+	var provider quality.Provider
+	if opts.Quality {
+		provider = quality.NewSeedProvider()
+		if err := quality.Register(reg, provider); err != nil {
+			return nil, fmt.Errorf("register quality.evaluate: %w", err)
+		}
+	}
+	var rt queue.Runtime = runtime.New(reg, provider)
 	if opts.WrapRuntime != nil {
 		rt = opts.WrapRuntime(rt)
 	}

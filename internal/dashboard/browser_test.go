@@ -1,0 +1,575 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/docket-dev/docket"
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/logtest"
+)
+
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the README's screenshots, docs/dashboard*.png")
+
+// browserPath finds Chromium: $DOCKET_CHROMIUM, or Debian's chromium (or
+// another Chrome) on the PATH.
+func browserPath() string {
+	if p := os.Getenv("DOCKET_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser drives one headless Chromium tab for a test.
+type browser struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string // folder of the screenshots
+	n     int    // screenshots taken
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := browserPath()
+	if path == "" && os.Getenv("DOCKET_REQUIRE_BROWSER") != "" {
+		t.Fatal("no Chromium found, and DOCKET_REQUIRE_BROWSER is set (as .ci/run sets it): install Debian's chromium")
+	}
+	if path == "" {
+		t.Skip("no Chromium found: the browser tests need Debian's chromium (apt-get install -y chromium; .ci/run installs it) or DOCKET_CHROMIUM")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// Start the browser on the tab's own context: a browser started by a
+	// call with a shorter-lived context would end with that context.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	shots, err := os.MkdirTemp("", "docket-ui-screenshots-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots of this run: %s", shots)
+	return &browser{t: t, ctx: ctx, shots: shots}
+}
+
+// do runs actions, bounded in time; on an error it saves a screenshot of
+// the page and fails the test.
+func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 45*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.screenshot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// submitForm presses a form's submit button (form.submit() would skip the
+// page's submit handler, as no person can).
+func submitForm(id string) chromedp.Action[chromedp.Void] {
+	return chromedp.Click(chromedp.CSS("#" + id + ` button[type="submit"]`))
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// until waits, on every change of the page, for a JavaScript predicate.
+func (b *browser) until(what, predicate string) {
+	b.t.Helper()
+	b.do(what, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(40*time.Second)))
+}
+
+// set sets the value of a form field, as a person typing or choosing would.
+func (b *browser) set(id, value string) {
+	b.t.Helper()
+	eval[chromedp.Void](b, fmt.Sprintf(`document.getElementById(%q).value = %q`, id, value))
+}
+
+// goTo moves the page to a view of the dashboard (a fragment: no reload).
+func (b *browser) goTo(fragment string) {
+	b.t.Helper()
+	eval[chromedp.Void](b, fmt.Sprintf(`location.hash = %q`, fragment))
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`document.querySelector(%q).textContent`, sel))
+}
+
+func (b *browser) visible(sel string) bool {
+	b.t.Helper()
+	return eval[bool](b, fmt.Sprintf(`(() => { const n = document.querySelector(%q); return !!n && n.offsetParent !== null; })()`, sel))
+}
+
+// screenshot saves the whole page as NN-name.png and returns its path.
+func (b *browser) screenshot(name string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return ""
+	}
+	b.n++
+	path := filepath.Join(b.shots, fmt.Sprintf("%02d-%s.png", b.n, name))
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	return path
+}
+
+// keep copies a screenshot to the repository's docs folder when the test
+// runs with -update-screenshot.
+func (b *browser) keep(shot, name string) {
+	b.t.Helper()
+	if !*updateScreenshot || shot == "" {
+		return
+	}
+	data, err := os.ReadFile(shot)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", name), data, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// api is a plain HTTP client of the server under test.
+type api struct {
+	t      *testing.T
+	url    string
+	client *http.Client
+}
+
+func (a *api) call(method, path, key, idem string, body any, out any) int {
+	a.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.url+path, rd)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			a.t.Fatalf("%s %s: %v: %s", method, path, err, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+func (a *api) submit(key, idem string, body map[string]any) *dockettype.Task {
+	a.t.Helper()
+	var task dockettype.Task
+	if st := a.call(http.MethodPost, "/v1/tasks", key, idem, body, &task); st != http.StatusCreated {
+		a.t.Fatalf("submit %v: status %d", body, st)
+	}
+	return &task
+}
+
+func (a *api) wait(key, id string) *dockettype.Task {
+	a.t.Helper()
+	var task dockettype.Task
+	if st := a.call(http.MethodGet, "/v1/tasks/"+id+"?wait=30s", key, "", nil, &task); st != http.StatusOK {
+		a.t.Fatalf("wait for %s: status %d", id, st)
+	}
+	return &task
+}
+
+// startServer runs a real `docket serve` node (demo mode, SQLite) on a
+// loopback port and returns its URL and the demo tenant's admin key.
+func startServer(t *testing.T) (string, string) {
+	t.Helper()
+	logger, _ := logtest.New(t)
+	ctx := context.Background()
+	srv, err := docket.New(ctx, docket.Config{
+		DB: filepath.Join(t.TempDir(), "docket.db"), Listen: "127.0.0.1:0", Mode: docket.ModeDemo,
+		OnlineWorkers: 4, OfflineWorkers: 2, SQLiteSynchronous: "normal", ShutdownGrace: 100 * time.Millisecond,
+		Logger: logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := srv.Bootstrap(ctx)
+	if err != nil || key == "" {
+		srv.Close()
+		t.Fatalf("bootstrap: %q, %v", key, err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return srv.URL(), key
+}
+
+// An operator signs in, follows a task from submission to evidence, cancels
+// a running task, manages tenants and keys; another tenant's member key
+// sees none of it and gets no admin view. Everything happens in a real
+// headless Chromium against a real server.
+func TestDashboardInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	url, adminKey := startServer(t)
+	transport := &http.Transport{}
+	t.Cleanup(transport.CloseIdleConnections)
+	a := &api{t: t, url: url, client: &http.Client{Transport: transport, Timeout: time.Minute}}
+
+	// A member key of another tenant, made through the admin API.
+	var globex struct{ ID, Key string }
+	if st := a.call(http.MethodPost, "/v1/admin/keys", adminKey, "", map[string]string{"tenant": "globex", "principal": "gina"}, &globex); st != http.StatusCreated {
+		t.Fatalf("create globex key: %d", st)
+	}
+
+	// A wrong key is refused on the sign-in page.
+	b.do("open the dashboard", chromedp.Navigate(url+"/ui"), chromedp.WaitVisible(chromedp.ID("signin-key")))
+	// Record what the page gets wrong from here on: script errors, refused
+	// promises, anything the Content-Security-Policy blocks.
+	eval[chromedp.Void](b, `window.problems = [];
+		window.addEventListener("error", e => window.problems.push("error: " + e.message));
+		window.addEventListener("unhandledrejection", e => window.problems.push("rejection: " + e.reason));
+		document.addEventListener("securitypolicyviolation", e => window.problems.push("CSP: " + e.violatedDirective + " " + e.blockedURI))`)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			if p := eval[[]string](b, `window.problems`); len(p) > 0 {
+				t.Errorf("the page had problems: %v", p)
+			}
+		}
+	})
+	b.do("sign in with a wrong key",
+		chromedp.SendKeys(chromedp.ID("signin-key"), "dk_not_a_key"),
+		submitForm("signin-form"),
+		chromedp.WaitVisible(chromedp.ID("signin-error")))
+	if got := b.text("#signin-error"); !strings.Contains(got, "refused") {
+		t.Errorf("sign-in error = %q", got)
+	}
+
+	// Sign in as the operator: the overview opens; the key is in
+	// sessionStorage only, never in the URL or a cookie.
+	b.do("sign in",
+		chromedp.SendKeys(chromedp.ID("signin-key"), adminKey),
+		submitForm("signin-form"),
+		chromedp.WaitVisible(chromedp.ID("view-overview")),
+		chromedp.WaitVisible(chromedp.CSS(`#pool-cards .card[data-pool="online"]`)))
+	if !b.visible("#nav-admin") || !b.visible("#nav-overview") {
+		t.Error("an admin key does not see the admin views in the menu")
+	}
+	if got := eval[string](b, `sessionStorage.getItem("docket.apiKey")`); got != adminKey {
+		t.Error("the key is not kept in sessionStorage")
+	}
+	if href := eval[string](b, `location.href`); strings.Contains(href, adminKey) {
+		t.Errorf("the key is in the URL: %s", href)
+	}
+	if c := eval[string](b, `document.cookie`); c != "" {
+		t.Errorf("the dashboard set cookies: %q", c)
+	}
+
+	// Submit through the API; the task appears in the list.
+	q := a.submit(adminKey, "q-1", map[string]any{"workflow": "quality.evaluate", "input": map[string]string{"text": "Thanks for your order. It ships tomorrow."}})
+	b.do("open the task list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
+	row := fmt.Sprintf(`#tasks-table tr[data-id=%q]`, q.ID)
+	b.until("see the task in the list", fmt.Sprintf(`document.querySelector(%q) !== null`, row))
+
+	// Submit one from the page too, and follow the link to it.
+	b.do("open the new task form", chromedp.Click(chromedp.ID("new-task-toggle")), chromedp.WaitVisible(chromedp.ID("new-input")))
+	if got := eval[string](b, `document.getElementById("new-input").value`); !strings.Contains(got, `"text"`) {
+		t.Errorf("the form's example input for quality.evaluate = %q", got)
+	}
+	b.set("new-workflow", "demo.echo")
+	b.set("new-input", `{"from": "the dashboard"}`)
+	b.do("submit from the page", submitForm("new-task"), chromedp.WaitVisible(chromedp.CSS("#new-answer a")))
+	if got := b.text("#new-answer"); !strings.HasPrefix(got, "Created ") {
+		t.Errorf("submit answer = %q", got)
+	}
+	b.do("open the submitted task", chromedp.Click(chromedp.CSS("#new-answer a")), chromedp.WaitVisible(chromedp.ID("task-result")))
+	if got := b.text("#task-result"); !strings.Contains(got, "the dashboard") {
+		t.Errorf("the echo of the page's submission = %q", got)
+	}
+	b.do("back to the list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.CSS(row)))
+
+	// Open it: fields, timeline and evidence.
+	a.wait(adminKey, q.ID)
+	b.do("open the task", chromedp.Click(chromedp.CSS(row+" a")), chromedp.WaitVisible(chromedp.ID("view-task")))
+	b.until("see it succeed", `document.querySelector("#task-state").dataset.state === "succeeded"`)
+	b.until("see its evidence", `document.querySelectorAll("#task-evidence tbody tr").length > 0`)
+	var evidence struct{ Evidence []dockettype.Evidence }
+	a.call(http.MethodGet, "/v1/tasks/"+q.ID+"/evidence", adminKey, "", nil, &evidence)
+	if got := eval[int](b, `document.querySelectorAll("#task-evidence tbody tr").length`); got != len(evidence.Evidence) || got == 0 {
+		t.Errorf("evidence rows = %d, want %d (the API's)", got, len(evidence.Evidence))
+	}
+	if txt := b.text("#task-evidence"); !strings.Contains(txt, "no-private-keys") || !strings.Contains(txt, "✓ yes") {
+		t.Errorf("evidence table = %q, want the rule IDs and their verdicts", txt)
+	}
+	var events struct{ Events []dockettype.Event }
+	a.call(http.MethodGet, "/v1/tasks/"+q.ID+"/events", adminKey, "", nil, &events)
+	states := eval[[]string](b, `Array.from(document.querySelectorAll("#task-timeline li")).map(li => li.dataset.to)`)
+	if len(states) != len(events.Events) || len(states) < 3 || states[len(states)-1] != "succeeded" {
+		t.Errorf("timeline = %v, want the %d events ending in succeeded", states, len(events.Events))
+	}
+	if res := b.text("#task-result"); !strings.Contains(res, `"verdict"`) {
+		t.Errorf("result = %q", res)
+	}
+	b.keep(b.screenshot("task-detail"), "dashboard-task.png")
+
+	// Client data is shown as text, never run as HTML.
+	x := a.submit(adminKey, "xss-1", map[string]any{"workflow": "demo.echo",
+		"input": map[string]string{"note": `<img src=x id=pwned onerror="document.title='pwned'">`}})
+	a.wait(adminKey, x.ID)
+	b.goTo("#/tasks/" + x.ID)
+	b.do("open the echo task", chromedp.WaitVisible(chromedp.ID("task-result")))
+	if res := b.text("#task-result"); !strings.Contains(res, `<img src=x id=pwned`) {
+		t.Errorf("result = %q, want the markup shown as text", res)
+	}
+	if eval[bool](b, `document.getElementById("pwned") !== null || document.title === "pwned"`) {
+		t.Fatal("client data was rendered as HTML")
+	}
+
+	// Cancel a running task from its page and see the state change.
+	nap := a.submit(adminKey, "nap-1", map[string]any{"workflow": "demo.sleep", "input": map[string]int{"ms": 600000}})
+	b.goTo("#/tasks/" + nap.ID)
+	b.do("open the sleeping task", chromedp.WaitVisible(chromedp.ID("task-cancel")))
+	b.until("see it run", `document.querySelector("#task-state").dataset.state === "running"`)
+	b.do("cancel it", chromedp.Click(chromedp.ID("task-cancel")))
+	b.until("see it cancelled", `document.querySelector("#task-state").dataset.state === "cancelled"`)
+	if got := b.text("#task-cancel-answer"); !strings.Contains(got, "Cancelled") {
+		t.Errorf("cancel answer = %q", got)
+	}
+	if b.visible("#task-cancel") {
+		t.Error("the cancel button is still shown for a cancelled task")
+	}
+	if st := a.wait(adminKey, nap.ID).State; st != dockettype.StateCancelled {
+		t.Errorf("state through the API = %s, want cancelled", st)
+	}
+	b.until("see the cancel in the timeline", `Array.from(document.querySelectorAll("#task-timeline li")).some(li => li.dataset.to === "cancelled")`)
+
+	// Some traffic for the overview between its samples: finished tasks,
+	// failures, and a submission refused by a tenant's limit.
+	batch := func(from, n int) {
+		t.Helper()
+		var tasks []map[string]any
+		for i := from; i < from+n; i++ {
+			wf, input := "demo.echo", any(map[string]int{"n": i})
+			if i%8 == 0 {
+				wf, input = "demo.fail", map[string]any{"code": "demo_failure", "retryable": false}
+			}
+			tasks = append(tasks, map[string]any{"idempotency_key": fmt.Sprintf("b-%d", i), "workflow": wf, "input": input})
+		}
+		if st := a.call(http.MethodPost, "/v1/tasks/batch", adminKey, "", map[string]any{"tasks": tasks}, nil); st != http.StatusOK {
+			t.Fatalf("batch: %d", st)
+		}
+	}
+	if st := a.call(http.MethodPatch, "/v1/admin/tenants/globex", adminKey, "", map[string]int{"max_in_flight": 1}, nil); st != http.StatusOK {
+		t.Fatalf("limit globex: %d", st)
+	}
+	g := a.submit(globex.Key, "g-1", map[string]any{"workflow": "demo.sleep", "input": map[string]int{"ms": 600000}})
+	if st := a.call(http.MethodPost, "/v1/tasks", globex.Key, "g-2", map[string]any{"workflow": "demo.echo"}, nil); st != http.StatusTooManyRequests {
+		t.Fatalf("globex over its limit: %d, want 429", st)
+	}
+	b.goTo("#/overview")
+	b.do("open the overview", chromedp.WaitVisible(chromedp.ID("view-overview")))
+	samples := func(n int) string {
+		return fmt.Sprintf(`Number(document.querySelector("#chart").dataset.samples) >= %d`, n)
+	}
+	b.until("see a first sample", samples(1))
+	batch(0, 80)
+	b.until("see a second sample", samples(2))
+	batch(80, 40)
+	b.until("see a third sample", samples(3))
+	b.until("see the throughput chart", `document.querySelectorAll("#chart polyline").length === 2`)
+	if got := b.text("#pool-cards"); !strings.Contains(got, "in flight of 10,000") {
+		t.Errorf("pool cards = %q, want the capacity in use", got)
+	}
+	b.until("see the refusal by code", `document.querySelector("#rejections").textContent.includes("tenant_quota_exceeded")`)
+	b.until("see globex's quota in use", `Array.from(document.querySelectorAll("#overview-tenants td")).some(td => td.textContent === "globex")`)
+	b.keep(b.screenshot("overview"), "dashboard.png")
+
+	b.do("open the task list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
+	b.until("see a page of tasks", `document.querySelectorAll("#tasks-table tbody tr").length === 50`)
+	b.set("filter-state", "failed")
+	b.do("filter failed tasks", submitForm("task-filters"))
+	b.until("see only failed tasks", `Array.from(document.querySelectorAll("#tasks-table tbody tr")).every(tr => tr.dataset.state === "failed")`+
+		` && document.querySelectorAll("#tasks-table tbody tr").length === 15`)
+	b.set("filter-state", "")
+	b.set("filter-workflow", "quality.evaluate")
+	b.do("filter a workflow", submitForm("task-filters"))
+	b.until("see only the quality task", fmt.Sprintf(`document.querySelectorAll("#tasks-table tbody tr").length === 1 && document.querySelector(%q) !== null`, row))
+	b.set("filter-workflow", "")
+	b.do("clear the filters", submitForm("task-filters"))
+	b.until("see a page of tasks again", `document.querySelectorAll("#tasks-table tbody tr").length === 50`)
+	b.do("page to older tasks", chromedp.Click(chromedp.ID("page-next")))
+	b.until("see the second page", `document.querySelector("#page-label").textContent === "page 2"`)
+	first := eval[string](b, `document.querySelector("#tasks-table tbody tr").dataset.id`)
+	b.do("page back", chromedp.Click(chromedp.ID("page-first")))
+	b.until("see the first page", `document.querySelector("#page-label").textContent === "page 1"`)
+	if newest := eval[string](b, `document.querySelector("#tasks-table tbody tr").dataset.id`); newest <= first {
+		t.Errorf("first page starts at %s, second at %s: want newest first", newest, first)
+	}
+	b.screenshot("tasks")
+
+	// Admin: tenants (edit a weight), keys (create one, see it once, revoke
+	// it), scheduler health, rule set versions.
+	b.do("open the admin view", chromedp.Click(chromedp.ID("nav-admin")),
+		chromedp.WaitVisible(chromedp.CSS(`#admin-tenants tr[data-tenant="globex"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#admin-schedulers tr[data-scheduler="deadline"]`)),
+		chromedp.WaitVisible(chromedp.ID("rules-empty")))
+	eval[chromedp.Void](b, `document.querySelector('#admin-tenants tr[data-tenant="globex"] input[min="1"]').value = "3"`)
+	b.do("change globex's weight", chromedp.Click(chromedp.CSS(`#admin-tenants tr[data-tenant="globex"] button`)))
+	b.until("see it saved", `document.querySelector('#admin-tenants tr[data-tenant="globex"] .answer').textContent === "Saved."`)
+	var tenants struct {
+		Tenants []struct {
+			ID          string
+			Weight      int
+			MaxInFlight int `json:"max_in_flight"`
+		}
+	}
+	a.call(http.MethodGet, "/v1/admin/tenants", adminKey, "", nil, &tenants)
+	for _, tn := range tenants.Tenants {
+		if tn.ID == "globex" && (tn.Weight != 3 || tn.MaxInFlight != 1) {
+			t.Errorf("globex after the edit = %+v, want weight 3 and its limit unchanged", tn)
+		}
+	}
+	b.set("key-tenant", "not a name")
+	if !eval[bool](b, `document.getElementById("key-tenant").validity.patternMismatch`) {
+		t.Error("the key form accepts a tenant name the API refuses")
+	}
+	b.set("key-tenant", "")
+	b.do("create a key",
+		chromedp.SendKeys(chromedp.ID("key-tenant"), "initech"),
+		chromedp.SendKeys(chromedp.ID("key-principal"), "ivan"),
+		submitForm("key-form"),
+		chromedp.WaitVisible(chromedp.ID("new-key")))
+	newKey := b.text("#new-key-value")
+	if st := a.call(http.MethodGet, "/v1/tasks?limit=1", newKey, "", nil, nil); st != http.StatusOK {
+		t.Fatalf("the key the dashboard showed: %d, want 200", st)
+	}
+	b.screenshot("admin")
+	b.do("dismiss the new key", chromedp.Click(chromedp.ID("new-key-done")))
+	if b.text("#new-key-value") != "" {
+		t.Error("the new key stays on the page after Done")
+	}
+	var keys struct {
+		Keys []struct{ ID, Principal string }
+	}
+	a.call(http.MethodGet, "/v1/admin/keys?tenant=initech", adminKey, "", nil, &keys)
+	if len(keys.Keys) != 1 {
+		t.Fatalf("initech keys = %+v", keys.Keys)
+	}
+	keyRow := fmt.Sprintf(`#admin-keys tr[data-key=%q]`, keys.Keys[0].ID)
+	b.do("revoke it", chromedp.Click(chromedp.CSS(keyRow+" button")))
+	b.until("see it revoked", fmt.Sprintf(`document.querySelector(%q).classList.contains("revoked")`, keyRow))
+	if st := a.call(http.MethodGet, "/v1/tasks?limit=1", newKey, "", nil, nil); st != http.StatusUnauthorized {
+		t.Errorf("a revoked key: %d, want 401", st)
+	}
+	if n := eval[int](b, `document.querySelectorAll("#admin-schedulers tbody tr").length`); n < 3 {
+		t.Errorf("scheduler rows = %d, want recovery, heartbeat and deadline at least", n)
+	}
+
+	// Sign out: the key is gone from the tab.
+	b.do("sign out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("signin-key")))
+	if eval[bool](b, `sessionStorage.getItem("docket.apiKey") !== null`) {
+		t.Error("the key is still in sessionStorage after signing out")
+	}
+
+	// Another tenant's member key: its own task only, no admin views.
+	b.do("sign in as a globex member",
+		chromedp.SendKeys(chromedp.ID("signin-key"), globex.Key),
+		submitForm("signin-form"),
+		chromedp.WaitVisible(chromedp.ID("view-tasks")))
+	b.until("see globex's task", fmt.Sprintf(`document.querySelector(%q) !== null`, fmt.Sprintf(`#tasks-table tr[data-id=%q]`, g.ID)))
+	ids := eval[[]string](b, `Array.from(document.querySelectorAll("#tasks-table tbody tr")).map(tr => tr.dataset.id)`)
+	if len(ids) != 1 || ids[0] != g.ID {
+		t.Errorf("globex's list = %v, want only its task %s", ids, g.ID)
+	}
+	if b.visible("#nav-admin") || b.visible("#nav-overview") {
+		t.Error("a member key sees the admin views in the menu")
+	}
+	b.goTo("#/tasks/" + q.ID)
+	b.do("open demo's task with globex's key", chromedp.WaitVisible(chromedp.ID("task-missing")))
+	if b.visible("#task-body") {
+		t.Error("another tenant's task is shown")
+	}
+	b.goTo("#/admin")
+	b.do("open the admin view as a member", chromedp.WaitVisible(chromedp.ID("view-forbidden")))
+	if b.visible("#view-admin") {
+		t.Error("a member key sees the admin view")
+	}
+	b.goTo("#/overview")
+	b.do("open the overview as a member", chromedp.WaitVisible(chromedp.ID("view-forbidden")))
+	if b.visible("#view-overview") || b.visible("#pool-cards") {
+		t.Error("a member key sees the overview")
+	}
+	b.screenshot("member")
+	a.call(http.MethodPost, "/v1/tasks/"+g.ID+"/cancel", globex.Key, "", nil, nil)
+}

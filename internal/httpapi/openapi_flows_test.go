@@ -1,0 +1,209 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/httpapi/httpapitest"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/faultstore"
+)
+
+// A real stack, driven through the main flows of the contract, answers
+// exactly as openapi.json says: every request is checked against the
+// document (the ones meant to be refused must be refused by it too), every
+// answer's status, headers and body are validated, and every operation of
+// the document is exercised.
+func TestOpenAPIContractFlows(t *testing.T) {
+	t.Parallel()
+	var fs *faultstore.Store
+	s := httpapitest.New(t, httpapitest.Options{Quality: true, WrapStore: func(st store.Store) store.Store {
+		fs = faultstore.New(st)
+		return fs
+	}})
+	c := loadContract(t, s.URL)
+	admin := s.NewAdminKeyFor(t, "ops", "root")
+	do := func(req request, want validity) response {
+		t.Helper()
+		return c.do(s.URL, req, want)
+	}
+	submitReq := func(key, idem, body string) request {
+		return request{method: http.MethodPost, path: "/v1/tasks", key: key, body: body, header: map[string]string{"Idempotency-Key": idem}}
+	}
+	get := func(path, key string) request { return request{method: http.MethodGet, path: path, key: key} }
+	post := func(path, key, body string) request {
+		return request{method: http.MethodPost, path: path, key: key, body: body}
+	}
+
+	// Service routes and the dashboard, with no key.
+	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/ui", "/ui/app.js", "/ui/style.css"} {
+		do(get(p, ""), valid).wantStatus(t, http.StatusOK)
+	}
+	do(get("/ui/missing.js", ""), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+
+	// Submit, replay, conflict; a traceparent sets the trace ID.
+	tp := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	req := submitReq(s.Key, "flow-1", `{"workflow":"demo.echo","input":{"hello":"world"},"priority":5}`)
+	req.header["traceparent"] = tp
+	created := do(req, valid)
+	created.wantStatus(t, http.StatusCreated)
+	task := created.task(t)
+	if task.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("trace_id = %q, want the traceparent's", task.TraceID)
+	}
+	do(submitReq(s.Key, "flow-1", `{"workflow":"demo.echo","input":{"hello":"world"},"priority":5}`), valid).wantStatus(t, http.StatusOK)
+	do(submitReq(s.Key, "flow-1", `{"workflow":"demo.echo","input":{"hello":"moon"}}`), valid).
+		wantError(t, http.StatusConflict, dockettype.CodeIdempotencyConflict)
+
+	// 400s the document refuses too, and one it cannot know (the workflow).
+	do(request{method: http.MethodPost, path: "/v1/tasks", key: s.Key, body: `{"workflow":"demo.echo"}`}, invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(submitReq(s.Key, "bad-1", `{"workflow":"demo.echo","author":"mallory"}`), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(submitReq(s.Key, "bad-2", `{"workflow":"demo.echo","priority":5000}`), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(submitReq(s.Key, "bad-3", `{"workflow":`), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(submitReq(s.Key, "bad-4", `{"workflow":"no.such"}`), valid).wantError(t, http.StatusBadRequest, dockettype.CodeUnknownWorkflow)
+
+	// 401: no key (the document requires one), an unknown key.
+	do(submitReq("", "anon", `{"workflow":"demo.echo"}`), invalid).wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
+	do(get("/v1/tasks", "dk_unknown"), valid).wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
+
+	// 413: a body over 1 MiB.
+	big := `{"workflow":"demo.echo","input":"` + strings.Repeat("x", 1<<20) + `"}`
+	do(submitReq(s.Key, "big", big), valid).wantError(t, http.StatusRequestEntityTooLarge, dockettype.CodePayloadTooLarge)
+
+	// Read, long-poll, list and page.
+	do(get("/v1/tasks/"+task.ID, s.Key), valid).wantStatus(t, http.StatusOK)
+	done := do(get("/v1/tasks/"+task.ID+"?wait=10s", s.Key), valid)
+	done.wantStatus(t, http.StatusOK)
+	if st := done.task(t).State; st != dockettype.StateSucceeded {
+		t.Fatalf("echo task state = %s after the long poll", st)
+	}
+	do(get("/v1/tasks/"+task.ID+"?wait=soon", s.Key), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(get("/v1/tasks/0190f0c4-0000-7000-8000-000000000000", s.Key), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	mustSubmit(t, s.URL, s.Key, "flow-2", `{"workflow":"demo.echo","input":2}`)
+	page := do(get("/v1/tasks?limit=1&pool=online", s.Key), valid)
+	page.wantStatus(t, http.StatusOK)
+	var list struct {
+		Tasks []dockettype.Task `json:"tasks"`
+		Next  string            `json:"next"`
+	}
+	page.decode(t, &list)
+	if len(list.Tasks) != 1 || list.Next == "" {
+		t.Fatalf("first page = %s", page.body)
+	}
+	do(get("/v1/tasks?limit=1&after="+list.Next, s.Key), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/tasks?state=succeeded&after=", s.Key), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/tasks?after=page-2", s.Key), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(get("/v1/tasks?limit=0", s.Key), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+
+	// Batch: new, replay, conflict in one call; an invalid task alone; a
+	// malformed batch whole.
+	batch := do(post("/v1/tasks/batch", s.Key, `{"tasks":[
+		{"idempotency_key":"b-1","workflow":"demo.echo","input":1},
+		{"idempotency_key":"flow-1","workflow":"demo.echo","input":{"hello":"world"},"priority":5},
+		{"idempotency_key":"flow-1","workflow":"demo.echo","input":"other"}]}`), valid)
+	batch.wantStatus(t, http.StatusOK)
+	wantBatchStatuses(t, batch, 201, 200, 409)
+	wantBatchStatuses(t, do(post("/v1/tasks/batch", s.Key, `{"tasks":[
+		{"idempotency_key":"b-2","workflow":"demo.echo"},
+		{"idempotency_key":"b-3","workflow":"demo.echo","pool":"nowhere"}]}`), invalid), 201, 400)
+	do(post("/v1/tasks/batch", s.Key, `{"tasks":[]}`), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(post("/v1/tasks/batch", "", `{"tasks":[{"idempotency_key":"x","workflow":"demo.echo"}]}`), invalid).
+		wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
+
+	// Events and evidence of a quality evaluation.
+	q := mustSubmit(t, s.URL, s.Key, "q-1", `{"workflow":"quality.evaluate","input":{"text":"Thanks for your order."}}`)
+	do(get("/v1/tasks/"+q.ID+"?wait=10s", s.Key), valid).wantStatus(t, http.StatusOK)
+	ev := do(get("/v1/tasks/"+q.ID+"/evidence", s.Key), valid)
+	ev.wantStatus(t, http.StatusOK)
+	var evidence struct {
+		Evidence []json.RawMessage `json:"evidence"`
+	}
+	ev.decode(t, &evidence)
+	if len(evidence.Evidence) == 0 {
+		t.Fatalf("quality.evaluate wrote no evidence: %s", ev.body)
+	}
+	do(get("/v1/tasks/"+q.ID+"/events", s.Key), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/tasks/nope/events", s.Key), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	do(get("/v1/tasks/nope/evidence", s.Key), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+
+	// Cancel a long task, then again (unchanged), and a missing one.
+	nap := mustSubmit(t, s.URL, s.Key, "nap", `{"workflow":"demo.sleep","input":{"ms":600000}}`)
+	cancelled := do(post("/v1/tasks/"+nap.ID+"/cancel", s.Key, ""), valid)
+	cancelled.wantStatus(t, http.StatusOK)
+	if st := cancelled.task(t).State; st != dockettype.StateCancelled {
+		t.Fatalf("cancelled task state = %s", st)
+	}
+	do(post("/v1/tasks/"+nap.ID+"/cancel", s.Key, ""), valid).wantStatus(t, http.StatusOK)
+	do(post("/v1/tasks/nope/cancel", s.Key, ""), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+
+	// Admin: tenants, keys, stats, rules; a member is refused.
+	do(request{method: http.MethodPatch, path: "/v1/admin/tenants/tight", key: admin, body: `{"max_in_flight":1}`}, valid).wantStatus(t, http.StatusOK)
+	do(request{method: http.MethodPatch, path: "/v1/admin/tenants/tight", key: admin, body: `{"weight":0}`}, invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(get("/v1/admin/tenants", admin), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/admin/tenants", s.Key), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+	created = do(post("/v1/admin/keys", admin, `{"tenant":"tight","principal":"tom"}`), valid)
+	created.wantStatus(t, http.StatusCreated)
+	var newKey struct{ ID, Key string }
+	created.decode(t, &newKey)
+	do(post("/v1/admin/keys", admin, `{"tenant":"tight","principal":"tom","role":"root"}`), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(get("/v1/admin/keys", admin), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/admin/keys?tenant=tight", admin), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/admin/stats", admin), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/admin/rules", admin), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/admin/stats", s.Key), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+
+	// 429: the tenant's limit of 1, single and in a batch (Retry-After).
+	first := do(submitReq(newKey.Key, "t-1", `{"workflow":"demo.sleep","input":{"ms":600000}}`), valid)
+	first.wantStatus(t, http.StatusCreated)
+	do(submitReq(newKey.Key, "t-2", `{"workflow":"demo.echo"}`), valid).wantError(t, http.StatusTooManyRequests, dockettype.CodeTenantQuotaExceeded)
+	full := do(post("/v1/tasks/batch", newKey.Key, `{"tasks":[{"idempotency_key":"t-3","workflow":"demo.echo"}]}`), valid)
+	wantBatchStatuses(t, full, 429)
+	if full.header.Get("Retry-After") == "" {
+		t.Errorf("a batch with a 429 task has no Retry-After")
+	}
+	do(post("/v1/tasks/"+first.task(t).ID+"/cancel", newKey.Key, ""), valid).wantStatus(t, http.StatusOK)
+
+	// Revoke: the key is refused from then on.
+	do(post("/v1/admin/keys/"+newKey.ID+"/revoke", admin, ""), valid).wantStatus(t, http.StatusOK)
+	do(post("/v1/admin/keys/key_missing/revoke", admin, ""), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	do(get("/v1/tasks", newKey.Key), valid).wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
+
+	// 503: the store is down for the API's task calls.
+	httpapitest.FailTasks(fs, true)
+	do(get("/readyz", ""), valid).wantError(t, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)
+	do(get("/v1/tasks", s.Key), valid).wantError(t, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)
+	do(submitReq(s.Key, "down", `{"workflow":"demo.echo"}`), valid).wantError(t, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)
+	httpapitest.FailTasks(fs, false)
+
+	if missed := c.unexercised(); len(missed) > 0 {
+		t.Errorf("operations of openapi.json no request exercised: %v", missed)
+	}
+}
+
+// wantBatchStatuses checks a batch answer's per-task statuses.
+func wantBatchStatuses(t *testing.T, r response, want ...int) {
+	t.Helper()
+	r.wantStatus(t, http.StatusOK)
+	var got struct {
+		Results []struct {
+			Status int `json:"status"`
+		} `json:"results"`
+	}
+	r.decode(t, &got)
+	if len(got.Results) != len(want) {
+		t.Fatalf("batch results = %s, want statuses %v", r.body, want)
+	}
+	for i, res := range got.Results {
+		if res.Status != want[i] {
+			t.Errorf("batch result %d status = %d, want %d (%s)", i, res.Status, want[i], r.body)
+		}
+	}
+}
