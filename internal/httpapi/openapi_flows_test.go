@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/httpapi/httpapitest"
@@ -67,6 +68,12 @@ func TestOpenAPIContractFlows(t *testing.T) {
 		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
 	do(submitReq(s.Key, "bad-3", `{"workflow":`), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
 	do(submitReq(s.Key, "bad-4", `{"workflow":"no.such"}`), valid).wantError(t, http.StatusBadRequest, dockettype.CodeUnknownWorkflow)
+	do(submitReq(s.Key, "bad-5", `{"workflow":"demo.echo","run_at":"soon"}`), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+
+	// A scheduled task.
+	later := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
+	do(submitReq(s.Key, "flow-later", `{"workflow":"demo.echo","input":3,"run_at":"`+later+`"}`), valid).wantStatus(t, http.StatusCreated)
 
 	// 401: no key (the document requires one), an unknown key.
 	do(submitReq("", "anon", `{"workflow":"demo.echo"}`), invalid).wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
