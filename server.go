@@ -195,8 +195,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		DefaultTimeout:    cfg.DefaultTimeout,
 		ShutdownGrace:     cfg.ShutdownGrace,
 		Clock:             clock,
-		Logger:            cfg.Logger,
-		Metrics:           s.metrics,
+		// Nodes sharing PostgreSQL judge leases and deadlines by its clock.
+		SyncClock: IsPostgresURL(cfg.DB),
+		Logger:    cfg.Logger,
+		Metrics:   s.metrics,
 	})
 	if err != nil {
 		st.Close()

@@ -37,6 +37,7 @@ type Metrics struct {
 	HTTPRequests        *prometheus.CounterVec   // route, status
 	HTTPDuration        *prometheus.HistogramVec // route, class (2xx, 4xx, …)
 	HTTPLongPolls       prometheus.Gauge         // long polls (GET ?wait=) being held
+	ClockOffset         prometheus.Gauge         // the database's clock minus this node's (clock sync)
 	HTTPConnections     prometheus.Gauge         // open client connections
 
 	// Schedulers records the ticks of this node's schedulers (admin stats,
@@ -89,6 +90,7 @@ func New() *Metrics {
 		HTTPRequests:        counter("http_requests_total", "HTTP requests by route and status code.", "route", "status"),
 		HTTPDuration: histogram("http_request_duration_seconds", "HTTP request duration, by route pattern and status class (2xx, 4xx, 5xx).",
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "route", "class"),
+		ClockOffset:     gauge("clock_offset_seconds", "The database's clock minus this node's, as last measured; lease expiries and deadlines use the database's."),
 		HTTPLongPolls:   gauge("http_long_polls", "Long polls (GET /v1/tasks/{id}?wait=) being held."),
 		HTTPConnections: gauge("http_open_connections", "Open client connections (bounded by --max-connections)."),
 		Schedulers:      newSchedulerRuns(),

@@ -59,9 +59,15 @@ type Config struct {
 	ShutdownAbandon  time.Duration // how long Stop then waits for cancelled tasks before abandoning them; default 5s
 	RetryAfter       time.Duration // Retry-After on 429 answers; default 1s
 
-	Clock   clockwork.Clock  // default real clock
-	Logger  *slog.Logger     // default slog.Default()
-	Metrics *metrics.Metrics // default a fresh set
+	Clock clockwork.Clock // default real clock
+	// SyncClock corrects Clock by its offset to the store's clock
+	// (store DatabaseTime), measured at Start and every ClockSyncInterval
+	// (default 30s): for nodes that share a database. Leave it off when
+	// the store's clock is this process's (SQLite) or Clock is a fake.
+	SyncClock         bool
+	ClockSyncInterval time.Duration
+	Logger            *slog.Logger     // default slog.Default()
+	Metrics           *metrics.Metrics // default a fresh set
 
 	noJitter bool // tests: start schedulers without the staggered first tick
 }
@@ -110,6 +116,7 @@ func (c *Config) setDefaults() error {
 	setDur(&c.ShutdownGrace, 10*time.Second)
 	setDur(&c.ShutdownAbandon, 5*time.Second)
 	setDur(&c.RetryAfter, time.Second)
+	setDur(&c.ClockSyncInterval, 30*time.Second)
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}

@@ -52,6 +52,8 @@ type Service struct {
 	// signals lets tests wait on the components; set before Start.
 	signals *testSignals
 
+	synced *syncedClock // nil unless Config.SyncClock
+
 	mu  sync.Mutex
 	run *running // nil when stopped
 }
@@ -66,6 +68,7 @@ type running struct {
 	deadline   *DeadlineScheduler
 	cleaner    *Cleaner              // nil when Retention is 0
 	listener   *notificationListener // nil when the store sends no notifications
+	clockSync  *clockSync            // nil unless Config.SyncClock
 }
 
 // New builds a Service. It starts nothing: call Start.
@@ -76,8 +79,16 @@ func New(st Store, rt Runtime, cfg Config) (*Service, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	var synced *syncedClock
+	if cfg.SyncClock {
+		// Every component reads the corrected clock; the sync reads the
+		// node's own.
+		synced = &syncedClock{Clock: cfg.Clock}
+		cfg.Clock = synced
+	}
 	s := &Service{
 		baseService: newBaseService(cfg.Logger, cfg.Clock, "queue"),
+		synced:      synced,
 		cfg:         cfg,
 		store:       st,
 		runtime:     rt,
@@ -114,6 +125,10 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The clock is corrected before anything reads it.
+	if r.clockSync != nil {
+		r.clockSync.sample(ctx)
+	}
 	starts := []func(context.Context) error{s.admitter.Start}
 	for _, p := range dockettype.Pools {
 		starts = append(starts, r.completers[p].Start, r.pools[p].Start)
@@ -124,6 +139,9 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	if r.listener != nil {
 		starts = append(starts, r.listener.Start)
+	}
+	if r.clockSync != nil {
+		starts = append(starts, r.clockSync.Start)
 	}
 	for _, start := range starts {
 		if err := start(ctx); err != nil {
@@ -200,6 +218,17 @@ func (s *Service) build() (*running, error) {
 	}
 	r.deadline = newDeadlineScheduler(base("deadline"), sched(cfg.DeadlineInterval), scan, f,
 		s.leases, s.waiters, s.metrics, &s.signals.deadline)
+	if s.synced != nil {
+		if f, err = fork("clock", one); err != nil {
+			return fail(err)
+		}
+		dc, ok := f.(databaseClock)
+		if !ok {
+			return fail(errors.New("queue: SyncClock needs a store with DatabaseTime"))
+		}
+		r.clockSync = &clockSync{baseService: newBaseService(cfg.Logger, s.synced.Clock, "clock"), clock: s.synced,
+			store: dc, metrics: s.metrics, interval: cfg.ClockSyncInterval, warnAbove: time.Second}
+	}
 	if l, ok := s.store.(store.Listener); ok {
 		r.listener = newNotificationListener(base("listener"), l, s.wakeups, s.waiters)
 	}
@@ -249,6 +278,9 @@ func (s *Service) stopAll(r *running) {
 	}
 	if r.listener != nil {
 		r.listener.Stop()
+	}
+	if r.clockSync != nil {
+		r.clockSync.Stop()
 	}
 	// Leases still held belong to abandoned workers or unwritten outcomes:
 	// they lapse, and recovery runs those tasks again.
