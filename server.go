@@ -196,9 +196,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		ShutdownGrace:     cfg.ShutdownGrace,
 		Clock:             clock,
 		// Nodes sharing PostgreSQL judge leases and deadlines by its clock.
-		SyncClock: IsPostgresURL(cfg.DB),
-		Logger:    cfg.Logger,
-		Metrics:   s.metrics,
+		SyncClock:       IsPostgresURL(cfg.DB),
+		AdmitCommitters: AdmitCommitters(cfg.DB),
+		Logger:          cfg.Logger,
+		Metrics:         s.metrics,
 	})
 	if err != nil {
 		st.Close()
@@ -304,6 +305,16 @@ func (s *Server) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.svc.Config().ShutdownGrace+10*time.Second)
 	defer cancel()
 	return s.Shutdown(ctx)
+}
+
+// AdmitCommitters is how many admission transactions a node runs at once
+// on db: two on PostgreSQL (the next group commit gathers while one
+// commits), one on SQLite (one writer).
+func AdmitCommitters(db string) int {
+	if IsPostgresURL(db) {
+		return 2
+	}
+	return 1
 }
 
 // IsPostgresURL reports whether db names a PostgreSQL database.

@@ -98,7 +98,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	opts := bench.Options{
 		Mode: bench.Mode(*mode), Tasks: *n, Duration: *duration, Clients: *clients, Tenants: *tenants,
-		Workers: *workers, Nodes: *nodes, Capacity: *capacity, Batch: *batch, Backlog: *backlog, Timeout: *timeout,
+		Workers: *workers, Nodes: *nodes, Capacity: *capacity, AdmitCommitters: docket.AdmitCommitters(*db), Batch: *batch, Backlog: *backlog, Timeout: *timeout,
 		// Warnings and errors only: the access log of http mode would
 		// drown the progress lines.
 		Logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),

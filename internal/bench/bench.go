@@ -55,10 +55,13 @@ type Options struct {
 	Tenants  int           // the load is spread over this many tenants; default 1
 	Workers  int           // online pool workers (per node); 0: the queue's default; -1 (http only): none, admission alone
 	Nodes    int           // burn-down, continuous: nodes working the one store, each with its own connections; default 1
-	Capacity int           // online pool capacity; default 100,000,000 (it is checked, never reached)
-	Batch    int           // tasks per batch admission; default queue.MaxBatchItems
-	Backlog  int           // continuous: queued tasks kept ahead of the workers; default 5,000
-	Timeout  time.Duration // bound on the whole run, drain included; default 30m
+	// AdmitCommitters is the queue's (see queue.Config); docket bench sets
+	// what docket serve does for the store.
+	AdmitCommitters int
+	Capacity        int           // online pool capacity; default 100,000,000 (it is checked, never reached)
+	Batch           int           // tasks per batch admission; default queue.MaxBatchItems
+	Backlog         int           // continuous: queued tasks kept ahead of the workers; default 5,000
+	Timeout         time.Duration // bound on the whole run, drain included; default 30m
 
 	// Progress receives a progress line every ProgressEvery (default 1s);
 	// nil prints none.
@@ -244,11 +247,12 @@ func newHarness(st store.Store, opts Options) (*harness, error) {
 			nodeStore = f
 		}
 		svc, err := queue.New(nodeStore, runtime.New(reg, nil), queue.Config{
-			NodeID:  fmt.Sprintf("bench-%s-%d", h.run, i+1),
-			Online:  queue.PoolConfig{Workers: opts.Workers, Capacity: opts.Capacity},
-			Offline: queue.PoolConfig{Workers: -1},
-			Logger:  opts.Logger,
-			Metrics: m,
+			NodeID:          fmt.Sprintf("bench-%s-%d", h.run, i+1),
+			Online:          queue.PoolConfig{Workers: opts.Workers, Capacity: opts.Capacity},
+			Offline:         queue.PoolConfig{Workers: -1},
+			AdmitCommitters: opts.AdmitCommitters,
+			Logger:          opts.Logger,
+			Metrics:         m,
 		})
 		if err != nil {
 			h.stop()

@@ -17,12 +17,14 @@ type admitStore interface {
 // admitter group-commits concurrent submissions: it takes whatever requests
 // are waiting (up to AdmitBatch) and admits them in one store transaction.
 // A lone request is admitted at once; under load one commit serves many.
+// With several committers (a database that takes concurrent writers), the
+// next batch gathers and begins while the previous one commits.
 type admitter struct {
 	baseService
 	store        admitStore
 	queryTimeout time.Duration
 	in           chan *admitRequest
-	loop         startstop.Loop
+	loops        []startstop.Loop // one per committer
 }
 
 type admitRequest struct {
@@ -38,17 +40,31 @@ type admitResponse struct {
 
 var errNotRunning = errors.New("queue: service is not running")
 
-func newAdmitter(base baseService, st admitStore, batch int, queryTimeout time.Duration) *admitter {
-	return &admitter{baseService: base, store: st, queryTimeout: queryTimeout, in: make(chan *admitRequest, batch)}
+func newAdmitter(base baseService, st admitStore, batch, committers int, queryTimeout time.Duration) *admitter {
+	return &admitter{baseService: base, store: st, queryTimeout: queryTimeout,
+		in: make(chan *admitRequest, batch), loops: make([]startstop.Loop, max(committers, 1))}
 }
 
-func (a *admitter) Start(ctx context.Context) error { return a.loop.Start(ctx, a.run) }
-func (a *admitter) Stop()                           { a.loop.Stop() }
+func (a *admitter) Start(ctx context.Context) error {
+	for i := range a.loops {
+		if err := a.loops[i].Start(ctx, a.run); err != nil {
+			a.Stop()
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *admitter) Stop() {
+	for i := range a.loops {
+		a.loops[i].Stop()
+	}
+}
 
 // admit queues one item and waits for its outcome. When the service is not
 // running it admits directly.
 func (a *admitter) admit(ctx context.Context, item *store.AdmitItem) (store.AdmitResult, error) {
-	if !a.loop.Running() {
+	if !a.loops[0].Running() {
 		return a.direct(ctx, item)
 	}
 	req := &admitRequest{ctx: ctx, item: item, done: make(chan admitResponse, 1)}

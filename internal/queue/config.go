@@ -44,14 +44,18 @@ type Config struct {
 	DefaultMaxAttempts int           // default 3
 	MaxAttemptsLimit   int           // largest max_attempts a submission may ask; default 25
 
-	ClaimBatch     int           // most tasks one claim takes (claims are also sized by free workers); default 1000
-	AdmitBatch     int           // most submissions one admission transaction takes; default 128
-	FinishBatch    int           // most outcomes one finish transaction takes; default 1000
-	ScanBatch      int           // rows per recovery/deadline batch; default 500
-	ScanBatches    int           // most recovery/deadline batches per tick; default 20
-	ScanPause      time.Duration // pause between two batches of one tick; default 50ms
-	HeartbeatBatch int           // leases per heartbeat statement batch; default 1000
-	QueryTimeout   time.Duration // per store call in schedulers and pools; default 10s
+	ClaimBatch int // most tasks one claim takes (claims are also sized by free workers); default 1000
+	AdmitBatch int // most submissions one admission transaction takes; default 128
+	// AdmitCommitters is how many admission transactions may run at once
+	// (group commit pipelined); default 1. More helps only a database that
+	// takes concurrent writers (PostgreSQL), not SQLite's single writer.
+	AdmitCommitters int
+	FinishBatch     int           // most outcomes one finish transaction takes; default 1000
+	ScanBatch       int           // rows per recovery/deadline batch; default 500
+	ScanBatches     int           // most recovery/deadline batches per tick; default 20
+	ScanPause       time.Duration // pause between two batches of one tick; default 50ms
+	HeartbeatBatch  int           // leases per heartbeat statement batch; default 1000
+	QueryTimeout    time.Duration // per store call in schedulers and pools; default 10s
 
 	RetryBackoffBase time.Duration // first retry delay; default 1s
 	RetryBackoffMax  time.Duration // default 5m

@@ -99,7 +99,7 @@ func New(st Store, rt Runtime, cfg Config) (*Service, error) {
 		signals:     &testSignals{},
 	}
 	s.waiters = newWaiters()
-	s.admitter = newAdmitter(newBaseService(cfg.Logger, cfg.Clock, "admitter"), st, cfg.AdmitBatch, cfg.QueryTimeout)
+	s.admitter = newAdmitter(newBaseService(cfg.Logger, cfg.Clock, "admitter"), st, cfg.AdmitBatch, cfg.AdmitCommitters, cfg.QueryTimeout)
 	for _, p := range dockettype.Pools {
 		s.wakeups[p] = newWakeup()
 	}
