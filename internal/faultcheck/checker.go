@@ -94,8 +94,8 @@ type Result struct {
 	OverwrittenTerminals int `json:"overwritten_terminals"`
 	StuckAfterDrain      int `json:"stuck_after_drain"`
 
-	Executions      int `json:"executions"` // probe executions started (execution logs)
-	Claims          int `json:"claims"`     // queued → running events
+	Executions int `json:"executions"` // probe executions started (execution logs)
+	Claims     int `json:"claims"`     // queued → running events
 	// ReExecuted counts tasks run again after an execution that did not
 	// end in a retryable failure (a lost lease, a crash): the work of an
 	// execution was repeated.
@@ -167,8 +167,8 @@ func Check(in *CheckInput) *Result {
 	// The history: what each key was answered, and every terminal state a
 	// client saw.
 	keyTasks := map[tenantKey][]string{} // distinct task IDs, in answer order
-	acked := map[tenantKey]bool{}       // a submit was answered with a task
-	ackedInLoad := map[tenantKey]bool{} // … during the load
+	acked := map[tenantKey]bool{}        // a submit was answered with a task
+	ackedInLoad := map[tenantKey]bool{}  // … during the load
 	replayedInResolve := map[tenantKey]bool{}
 	only503 := map[tenantKey]bool{}
 	taskOwner := map[string]tenantKey{}
