@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +60,7 @@ const (
 // before it does anything else, and an end line when it returns.
 type ExecRecord struct {
 	Event   string `json:"ev"` // start or end
+	Tenant  string `json:"tenant"`
 	Task    string `json:"task"`
 	Epoch   int64  `json:"epoch"`
 	Attempt int    `json:"attempt"`
@@ -108,7 +110,7 @@ func (p *probe) record(r ExecRecord) error {
 }
 
 func (p *probe) run(ctx context.Context, b *workflow.Binding, input json.RawMessage) (json.RawMessage, error) {
-	rec := ExecRecord{Task: b.TaskID(), Epoch: b.LeaseEpoch(), Attempt: b.Attempt()}
+	rec := ExecRecord{Tenant: b.Tenant(), Task: b.TaskID(), Epoch: b.LeaseEpoch(), Attempt: b.Attempt()}
 	start := rec
 	start.Event = execStart
 	if err := p.record(start); err != nil {
@@ -151,9 +153,10 @@ func (p *probe) run(ctx context.Context, b *workflow.Binding, input json.RawMess
 	return out, nil
 }
 
-// ReadExecLogs reads every exec-*.log of dir. A torn last line (a write cut
-// by a crash of the whole machine, not of the process) is skipped.
-func ReadExecLogs(dir string) ([]ExecRecord, error) {
+// ReadExecLogs reads the records of the tenants' tasks in every exec-*.log
+// of dir. A torn last line (a write cut by a crash of the whole machine,
+// not of the process) is skipped.
+func ReadExecLogs(dir string, tenants []string) ([]ExecRecord, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "exec-*.log"))
 	if err != nil {
 		return nil, err
@@ -171,7 +174,7 @@ func ReadExecLogs(dir string) ([]ExecRecord, error) {
 				continue
 			}
 			var r ExecRecord
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
+			if err := json.Unmarshal([]byte(line), &r); err != nil || !slices.Contains(tenants, r.Tenant) {
 				continue
 			}
 			out = append(out, r)

@@ -21,6 +21,10 @@ type Report struct {
 	Error       string         `json:"error,omitempty"`
 	LoadSeconds float64        `json:"load_seconds,omitempty"`
 	Faults      map[string]int `json:"faults,omitempty"`
+	// StoreErrors are the servers' failed store operations by operation
+	// (docket_store_errors_total), since each server's last start: where
+	// the faults landed.
+	StoreErrors map[string]int `json:"store_errors,omitempty"`
 	Notes       []string       `json:"notes,omitempty"`
 	Dir         string         `json:"dir,omitempty"`
 	Result      *Result        `json:"result,omitempty"`
@@ -56,6 +60,9 @@ func WriteText(w io.Writer, reports []*Report) {
 		row := func(k, format string, a ...any) { fmt.Fprintf(w, "  %-15s "+format+"\n", append([]any{k}, a...)...) }
 		if len(r.Faults) > 0 {
 			row("faults", "%s", formatCounts(r.Faults))
+		}
+		if len(r.StoreErrors) > 0 {
+			row("store errors", "%s (servers' docket_store_errors_total since their last start)", formatCounts(r.StoreErrors))
 		}
 		for _, n := range r.Notes {
 			row("note", "%s", n)

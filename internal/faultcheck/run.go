@@ -451,6 +451,10 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 	wg.Wait()
 	healErr := s.heal(ctx)
 	s.rep.Faults = s.faultCounts()
+	s.rep.StoreErrors = map[string]int{}
+	for _, n := range s.nodes {
+		_ = scrapeStoreErrors(ctx, "http://"+n.Addr, s.rep.StoreErrors)
+	}
 	if s.dropper != nil {
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d answers dropped after their submits committed", s.dropper.Dropped()))
 	}
@@ -502,7 +506,7 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the API: %w", err)
 	}
-	execs, err := ReadExecLogs(filepath.Join(s.dir, "exec"))
+	execs, err := ReadExecLogs(filepath.Join(s.dir, "exec"), s.tenants)
 	if err != nil {
 		return fmt.Errorf("read the execution logs: %w", err)
 	}
