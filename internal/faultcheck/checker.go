@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 )
@@ -83,9 +84,13 @@ type Result struct {
 	// CommittedDespite503 counts keys answered only with
 	// store_unavailable (which says nothing was admitted) whose replay
 	// found a task.
-	CommittedDespite503 int                      `json:"committed_despite_503"`
-	Tasks               int                      `json:"tasks"` // tasks the run's tenants hold
-	States              map[dockettype.State]int `json:"states"`
+	CommittedDespite503 int `json:"committed_despite_503"`
+	// Unresolved counts keys never answered with a task whose replay
+	// after the load got no answer either: whether they made a task is
+	// unknown.
+	Unresolved int                      `json:"unresolved"`
+	Tasks      int                      `json:"tasks"` // tasks the run's tenants hold
+	States     map[dockettype.State]int `json:"states"`
 	// FailedCodes counts the error codes of the failed tasks.
 	FailedCodes map[string]int `json:"failed_codes"`
 
@@ -170,11 +175,12 @@ func Check(in *CheckInput) *Result {
 	acked := map[tenantKey]bool{}        // a submit was answered with a task
 	ackedInLoad := map[tenantKey]bool{}  // … during the load
 	replayedInResolve := map[tenantKey]bool{}
+	resolved := map[tenantKey]bool{} // keys replayed after the load → a definite answer came
 	only503 := map[tenantKey]bool{}
 	taskOwner := map[string]tenantKey{}
 	type sighting struct {
 		state         dockettype.State
-		invoked, done int64
+		invoked, done time.Time
 		op            int
 	}
 	seen := map[string][]sighting{}
@@ -237,10 +243,18 @@ func Check(in *CheckInput) *Result {
 					taskOwner[op.TaskID] = k
 				}
 			}
+			if op.Phase == PhaseResolve {
+				if _, ok := resolved[k]; !ok {
+					resolved[k] = false
+				}
+				if op.Outcome != Indeterminate {
+					resolved[k] = true
+				}
+			}
 		}
 		if op.Outcome == OK && op.TaskID != "" && op.State != "" {
 			seen[op.TaskID] = append(seen[op.TaskID], sighting{state: op.State,
-				invoked: op.Invoked.UnixNano(), done: op.Complete.UnixNano(), op: op.Index})
+				invoked: op.Invoked, done: op.Complete, op: op.Index})
 		}
 	}
 
@@ -288,6 +302,12 @@ func Check(in *CheckInput) *Result {
 		}
 	}
 
+	for k, ok := range resolved {
+		if !ok && !acked[k] {
+			r.Unresolved++
+		}
+	}
+
 	// Every task of the run's tenants is explained by exactly one key.
 	ids := make([]string, 0, len(db))
 	for id := range db {
@@ -302,7 +322,11 @@ func Check(in *CheckInput) *Result {
 			r.FailedCodes[string(tv.Task.Error.Code)]++
 		}
 		if _, ok := taskOwner[id]; !ok {
-			r.flag(AnomalyDuplicated, "task %s (tenant %s, %s) was made by no acknowledged submit: a key that made a second task", id, tv.Task.Tenant, tv.Task.State)
+			why := "a key that made a second task"
+			if r.Unresolved > 0 {
+				why += fmt.Sprintf(", or the task of one of the %d keys whose replay got no answer", r.Unresolved)
+			}
+			r.flag(AnomalyDuplicated, "task %s (tenant %s, %s) was made by no answered submit: %s", id, tv.Task.Tenant, tv.Task.State, why)
 		}
 	}
 
@@ -332,7 +356,7 @@ func Check(in *CheckInput) *Result {
 				continue
 			}
 			for _, b := range sights {
-				if b.invoked > a.done && b.state != a.state {
+				if b.invoked.After(a.done) && b.state != a.state {
 					r.flag(AnomalyOverwritten, "task %s: shown %s (op %d), then %s (op %d)", id, a.state, a.op, b.state, b.op)
 					flagged = true
 					break

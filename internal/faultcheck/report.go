@@ -76,6 +76,9 @@ func WriteText(w io.Writer, reports []*Report) {
 		row("operations", "%d (submits %d, reads %d, cancels %d; indeterminate %d)", res.Operations, res.Submits, res.Reads, res.Cancels, res.Indeterminate)
 		row("acknowledged", "%d tasks (%d found committed only by the replay after the load; %d of those were answered only 503 store_unavailable)",
 			res.Acknowledged, res.ResolvedCommitted, res.CommittedDespite503)
+		if res.Unresolved > 0 {
+			row("unresolved", "%d keys got no answer even when replayed after the load", res.Unresolved)
+		}
 		row("guarantees", "lost %d · duplicated %d · overwritten terminals %d · stuck after drain %d",
 			res.Lost, res.Duplicated, res.OverwrittenTerminals, res.StuckAfterDrain)
 		row("other checks", "lifecycle %d · admission over limit %d · executions over attempts %d · fence %d · views disagree %d · replay refused %d",
