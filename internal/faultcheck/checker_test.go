@@ -344,3 +344,21 @@ func TestCheckFindsLeasesTakenFromLiveWorkers(t *testing.T) {
 		t.Errorf("findings %q, want one about the lease taken from a live worker", r.Findings)
 	}
 }
+
+func TestCheckCountsUnresolvedKeys(t *testing.T) {
+	f := newFixture(t)
+	// Never answered, during the load or after it: unknown, not an anomaly
+	// while no task is left unexplained.
+	f.op(Op{Kind: OpSubmit, Tenant: "t1", Key: "k1", Outcome: Indeterminate, Code: "no_answer"})
+	f.op(Op{Kind: OpSubmit, Phase: PhaseResolve, Tenant: "t1", Key: "k1", Outcome: Indeterminate, Status: http.StatusServiceUnavailable, Code: "store_unavailable"})
+	// Answered only 503 during the load, found committed by the replay.
+	f.op(Op{Kind: OpSubmit, Tenant: "t1", Key: "k2", Outcome: Indeterminate, Status: http.StatusServiceUnavailable, Code: "store_unavailable"})
+	f.op(Op{Kind: OpSubmit, Phase: PhaseResolve, Tenant: "t1", Key: "k2", TaskID: "task-2", Outcome: OK, Status: http.StatusOK, Replayed: true, State: dockettype.StateSucceeded})
+	f.succeeded("task-2")
+	r := f.check()
+	wantOnly(t, r, nil)
+	if r.Unresolved != 1 || r.Acknowledged != 1 || r.ResolvedCommitted != 1 || r.CommittedDespite503 != 1 {
+		t.Errorf("unresolved %d, acknowledged %d, resolved committed %d, committed despite 503 %d; want 1 each",
+			r.Unresolved, r.Acknowledged, r.ResolvedCommitted, r.CommittedDespite503)
+	}
+}
