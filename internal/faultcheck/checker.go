@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -42,6 +43,8 @@ type CheckInput struct {
 	Snapshot Snapshot
 	Execs    []ExecRecord
 	Limits   Limits
+	// Logs are the servers' log lines (stderr), by server.
+	Logs map[string][]string
 	// NodesStayUp says that no node was killed, frozen or cut from its
 	// database during the run: a lease recovered then was taken from a
 	// worker that was alive and heartbeating.
@@ -60,11 +63,12 @@ const (
 	AnomalyFence       = "fence"                    // a result not written under the lease of the execution that produced it
 	AnomalyViews       = "views_disagree"           // the store and the HTTP API answer differently
 	AnomalyReplay      = "replay_refused"           // the same key and request answered 409 idempotency_conflict
+	AnomalyLogLeak     = "log_leak"                 // a server log line carries a payload or database error text
 )
 
 // anomalyKinds in the order reports print them.
 var anomalyKinds = []string{AnomalyLost, AnomalyDuplicated, AnomalyOverwritten, AnomalyStuck,
-	AnomalyLifecycle, AnomalyAdmission, AnomalyExecutions, AnomalyFence, AnomalyViews, AnomalyReplay}
+	AnomalyLifecycle, AnomalyAdmission, AnomalyExecutions, AnomalyFence, AnomalyViews, AnomalyReplay, AnomalyLogLeak}
 
 // Result is the checker's verdict on one run.
 type Result struct {
@@ -376,6 +380,7 @@ func Check(in *CheckInput) *Result {
 	checkAdmission(r, db, in.Limits)
 	checkExecutions(r, db, in.Execs, in.NodesStayUp)
 	checkViews(r, in.Snapshot)
+	checkLogs(r, in.Logs)
 	for _, k := range anomalyKinds {
 		if len(r.Examples[k]) == 0 {
 			delete(r.Examples, k)
@@ -686,4 +691,37 @@ func eventChain(evs []dockettype.Event) string {
 		fmt.Fprintf(&b, "%s(%d)", ev.To, ev.Epoch)
 	}
 	return b.String()
+}
+
+// logForbidden are what no server log line may carry (R8): the payload
+// canary, and fragments of SQL statements and database or driver error
+// messages, which the faults provoke by the hundred.
+var logForbidden = []string{
+	LogCanary,
+	"SELECT ", "INSERT ", "UPDATE ", "DELETE ", " WHERE ",
+	"sqlite", "SQLITE", "SQLSTATE", "pgx", "pgconn", "syntax error", "constraint",
+	"no such table", "database is locked", "connection refused", "duplicate key",
+	"connection reset", "broken pipe", "unexpected EOF",
+}
+
+// checkLogs flags every server log line that leaks.
+func checkLogs(r *Result, logs map[string][]string) {
+	nodes := make([]string, 0, len(logs))
+	for n := range logs {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		for _, line := range logs[n] {
+			for _, f := range logForbidden {
+				if strings.Contains(line, f) {
+					if len(line) > 300 {
+						line = line[:300] + "…"
+					}
+					r.flag(AnomalyLogLeak, "node %s logged %q: %s", n, f, line)
+					break
+				}
+			}
+		}
+	}
 }

@@ -362,3 +362,16 @@ func TestCheckCountsUnresolvedKeys(t *testing.T) {
 			r.Unresolved, r.Acknowledged, r.ResolvedCommitted, r.CommittedDespite503)
 	}
 }
+
+func TestCheckFindsLogLeaks(t *testing.T) {
+	f := newFixture(t)
+	f.ack("k1", "task-1")
+	f.succeeded("task-1")
+	r := Check(&CheckInput{Ops: f.ops, Snapshot: Snapshot{Store: f.db}, Execs: f.execs, Limits: f.limits,
+		Logs: map[string][]string{"a": {
+			`{"level":"INFO","msg":"task finished","task_id":"task-1","code":"ok"}`,
+			`{"level":"ERROR","msg":"claim failed","err":"read tcp: connection reset by peer"}`,
+			`{"level":"INFO","msg":"task","input":{"canary":"` + LogCanary + `"}}`,
+		}}})
+	wantOnly(t, r, map[string]int{AnomalyLogLeak: 2}, "connection reset", LogCanary)
+}

@@ -69,7 +69,7 @@ func (n *Node) Start(ctx context.Context) error {
 		listening := false
 		for sc.Scan() {
 			line := sc.Text()
-			fmt.Fprintf(n.log, "[%s stdout] %s\n", n.Name, redactKey(line))
+			fmt.Fprintf(n.log, "%s%s\n", stdoutPrefix(n.Name), redactKey(line))
 			if !listening && strings.HasPrefix(line, "Docket listening") {
 				listening = true
 				close(ready)
@@ -198,6 +198,9 @@ func (n *Node) Counts() (starts, kills, pauses int) {
 	defer n.mu.Unlock()
 	return n.starts, n.kills, n.pauses
 }
+
+// stdoutPrefix marks, in a node's log file, the lines it printed on stdout.
+func stdoutPrefix(node string) string { return "[" + node + " stdout] " }
 
 // redactKey masks an API key a server prints on its first start.
 func redactKey(line string) string {

@@ -37,13 +37,20 @@ type probeInput struct {
 	MS        int64  `json:"ms"`                   // how long each attempt runs
 	FailUntil int    `json:"fail_until,omitempty"` // fail retryably while attempt <= FailUntil
 	Fail      bool   `json:"fail,omitempty"`       // fail permanently
+	// Canary is LogCanary: no server log line may carry it.
+	Canary string `json:"canary,omitempty"`
 }
+
+// LogCanary is in every probe task's input and result; a server log line
+// that carries it leaks a payload.
+const LogCanary = "FAULTCHECK-CANARY-5d1e"
 
 // probeResult is what a probe task that succeeded returns: which execution
 // produced it.
 type probeResult struct {
 	Task    string `json:"task"`
 	Key     string `json:"key"`
+	Canary  string `json:"canary,omitempty"`
 	Epoch   int64  `json:"epoch"`
 	Attempt int    `json:"attempt"`
 	PID     int    `json:"pid"`
@@ -145,7 +152,7 @@ func (p *probe) run(ctx context.Context, b *workflow.Binding, input json.RawMess
 		end("retry")
 		return nil, workflow.Fail(codeProbeRetry, true)
 	}
-	out, err := json.Marshal(probeResult{Task: b.TaskID(), Key: in.Key, Epoch: b.LeaseEpoch(), Attempt: b.Attempt(), PID: p.pid})
+	out, err := json.Marshal(probeResult{Task: b.TaskID(), Key: in.Key, Canary: in.Canary, Epoch: b.LeaseEpoch(), Attempt: b.Attempt(), PID: p.pid})
 	if err != nil {
 		return nil, err
 	}

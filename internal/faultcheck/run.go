@@ -513,14 +513,36 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 	if err := s.writeHistory(); err != nil {
 		return err
 	}
+	logs, err := s.readLogs()
+	if err != nil {
+		return fmt.Errorf("read the server logs: %w", err)
+	}
 	s.rep.Result = Check(&CheckInput{Ops: ops, Snapshot: Snapshot{Store: db, API: api}, Execs: execs,
-		Limits: s.limits, NodesStayUp: s.stayUp})
+		Limits: s.limits, NodesStayUp: s.stayUp, Logs: logs})
 	verdict := "no anomaly"
 	if n := s.rep.Result.AnomalyCount(); n > 0 {
 		verdict = fmt.Sprintf("%d ANOMALIES", n)
 	}
 	s.progress("checked %d tasks: %s", s.rep.Result.Tasks, verdict)
 	return nil
+}
+
+// readLogs returns each server's log lines so far (its stderr, every start
+// of it; the lines it printed on stdout are left out).
+func (s *scenarioRun) readLogs() (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, n := range s.nodes {
+		b, err := os.ReadFile(filepath.Join(s.dir, "node-"+n.Name+".log"))
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line != "" && !strings.HasPrefix(line, stdoutPrefix(n.Name)) {
+				out[n.Name] = append(out[n.Name], line)
+			}
+		}
+	}
+	return out, nil
 }
 
 // heal ends every fault: frozen nodes resume, dead ones start, PostgreSQL

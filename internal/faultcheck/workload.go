@@ -98,7 +98,7 @@ func (w *workload) process(ctx context.Context, p int) {
 // running when a fault lands, some failing once then succeeding, a few
 // failing for good.
 func (w *workload) newParams(rng *rand.Rand, tc *tenantClients, key string) *client.SubmitParams {
-	in := probeInput{Key: key}
+	in := probeInput{Key: key, Canary: LogCanary}
 	switch x := rng.Float64(); {
 	case x < 0.70:
 		in.MS = int64(rng.IntN(30))
