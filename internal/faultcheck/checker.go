@@ -43,6 +43,11 @@ type CheckInput struct {
 	Snapshot Snapshot
 	Execs    []ExecRecord
 	Limits   Limits
+	// UnfinishedAtDrain are the tasks still queued or running when the
+	// drain's bound (DrainTimeout after the faults healed) passed: stuck,
+	// even if they finished later (by their deadline, say).
+	UnfinishedAtDrain map[string]dockettype.State
+	DrainTimeout      time.Duration
 	// Logs are the servers' log lines (stderr), by server.
 	Logs map[string][]string
 	// NodesStayUp says that no node was killed, frozen or cut from its
@@ -292,6 +297,11 @@ func Check(in *CheckInput) *Result {
 			}
 			if tv.Task.Tenant != k.tenant {
 				r.flag(AnomalyLost, "task %s (key %s/%s) belongs to tenant %s", id, k.tenant, k.key, tv.Task.Tenant)
+				continue
+			}
+			if st, ok := in.UnfinishedAtDrain[id]; ok && acked[k] {
+				r.flag(AnomalyStuck, "task %s was still %s %s after the faults healed (it ended %s, %s)",
+					id, st, in.DrainTimeout, tv.Task.State, eventChain(tv.Events))
 				continue
 			}
 			if !tv.Task.State.Terminal() && acked[k] {

@@ -375,3 +375,14 @@ func TestCheckFindsLogLeaks(t *testing.T) {
 		}}})
 	wantOnly(t, r, map[string]int{AnomalyLogLeak: 2}, "connection reset", LogCanary)
 }
+
+func TestCheckFindsTaskStuckAtTheDrainBound(t *testing.T) {
+	f := newFixture(t)
+	f.ack("k1", "task-1")
+	// Queued when the drain gave up; timed out by its deadline later.
+	f.task("task-1", dockettype.StateTimedOut, 0,
+		[3]any{"", dockettype.StateQueued, 0}, [3]any{dockettype.StateQueued, dockettype.StateTimedOut, 1})
+	r := Check(&CheckInput{Ops: f.ops, Snapshot: Snapshot{Store: f.db}, Limits: f.limits,
+		UnfinishedAtDrain: map[string]dockettype.State{"task-1": dockettype.StateQueued}, DrainTimeout: 90 * time.Second})
+	wantOnly(t, r, map[string]int{AnomalyStuck: 1}, "task-1")
+}

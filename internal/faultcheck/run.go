@@ -111,7 +111,7 @@ func Run(ctx context.Context, opts Options) ([]*Report, error) {
 			fmt.Fprintf(opts.Progress, "faultcheck: %s: skipped: %s\n", name, why)
 			continue
 		}
-		sc := &scenarioRun{opts: opts, name: name, postgres: postgres, rep: rep,
+		sc := &scenarioRun{opts: opts, name: name, postgres: postgres, rep: rep, unfinished: map[string]dockettype.State{},
 			seed: opts.Seed ^ uint64(i+1)*0x9e3779b97f4a7c15}
 		sc.run(ctx)
 	}
@@ -151,6 +151,9 @@ type scenarioRun struct {
 	stayUp   bool // no node is killed, frozen or cut off
 	nemesis  func(ctx context.Context, rng *mrand.Rand) error
 	logFiles []io.Closer
+	// unfinished are the tasks still queued or running when a drain's
+	// bound passed.
+	unfinished map[string]dockettype.State
 }
 
 func (s *scenarioRun) progress(format string, a ...any) {
@@ -518,7 +521,7 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 		return fmt.Errorf("read the server logs: %w", err)
 	}
 	s.rep.Result = Check(&CheckInput{Ops: ops, Snapshot: Snapshot{Store: db, API: api}, Execs: execs,
-		Limits: s.limits, NodesStayUp: s.stayUp, Logs: logs})
+		Limits: s.limits, NodesStayUp: s.stayUp, Logs: logs, UnfinishedAtDrain: s.unfinished, DrainTimeout: s.opts.DrainTimeout})
 	verdict := "no anomaly"
 	if n := s.rep.Result.AnomalyCount(); n > 0 {
 		verdict = fmt.Sprintf("%d ANOMALIES", n)
@@ -578,28 +581,36 @@ func (s *scenarioRun) heal(ctx context.Context) error {
 }
 
 // drain waits until no task of the run's tenants is queued or running, or
-// the drain timeout passes (the check then reports what is stuck).
+// the drain timeout passes; then it notes the tasks still unfinished (the
+// check reports them stuck, whatever becomes of them later).
 func (s *scenarioRun) drain(ctx context.Context, st store.Store) error {
 	start := time.Now()
 	deadline := start.Add(s.opts.DrainTimeout)
 	for {
-		left := 0
+		left := map[string]dockettype.State{}
+		failed := false
 		for _, t := range s.tenants {
 			for _, state := range []dockettype.State{dockettype.StateQueued, dockettype.StateRunning} {
-				n, err := countState(ctx, st, t, state)
+				ids, err := listState(ctx, st, t, state)
 				if err != nil {
-					// The database may still be recovering from the faults.
-					n = 1
+					failed = true // the database may still be recovering from the faults
 				}
-				left += n
+				for _, id := range ids {
+					left[id] = state
+				}
 			}
 		}
-		if left == 0 {
+		if len(left) == 0 && !failed {
 			s.progress("drained in %.1f s", time.Since(start).Seconds())
 			return nil
 		}
 		if time.Now().After(deadline) {
-			s.progress("%d+ tasks still unfinished after the %s drain", left, s.opts.DrainTimeout)
+			s.progress("%d tasks still unfinished %s after the faults healed", len(left), s.opts.DrainTimeout)
+			for id, state := range left {
+				if _, ok := s.unfinished[id]; !ok {
+					s.unfinished[id] = state
+				}
+			}
 			return nil
 		}
 		if err := sleep(ctx, 250*time.Millisecond); err != nil {
@@ -608,12 +619,16 @@ func (s *scenarioRun) drain(ctx context.Context, st store.Store) error {
 	}
 }
 
-// countState counts (up to 500) a tenant's tasks in one state.
-func countState(ctx context.Context, st store.Store, tenant string, state dockettype.State) (int, error) {
+// listState lists (up to 500 of) a tenant's tasks in one state.
+func listState(ctx context.Context, st store.Store, tenant string, state dockettype.State) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	page, err := st.ListTasks(ctx, &store.ListTasksParams{Tenant: tenant, State: state, Limit: 500})
-	return len(page), err
+	ids := make([]string, len(page))
+	for i, t := range page {
+		ids[i] = t.ID
+	}
+	return ids, err
 }
 
 // resolve replays every key the load used, straight to a node: a key that
