@@ -48,6 +48,10 @@ type CheckInput struct {
 	// even if they finished later (by their deadline, say).
 	UnfinishedAtDrain map[string]dockettype.State
 	DrainTimeout      time.Duration
+	// TenantInFlight is each tenant's in-flight count as the store reports
+	// it (GetTenant) after the drain: its unfinished tasks, if every
+	// reservation was released exactly once.
+	TenantInFlight map[string]int
 	// Logs are the servers' log lines (stderr), by server.
 	Logs map[string][]string
 	// NodesStayUp says that no node was killed, frozen or cut from its
@@ -69,11 +73,12 @@ const (
 	AnomalyViews       = "views_disagree"           // the store and the HTTP API answer differently
 	AnomalyReplay      = "replay_refused"           // the same key and request answered 409 idempotency_conflict
 	AnomalyLogLeak     = "log_leak"                 // a server log line carries a payload or database error text
+	AnomalyReservation = "reservation_leak"         // a tenant's in-flight count disagrees with its unfinished tasks
 )
 
 // anomalyKinds in the order reports print them.
 var anomalyKinds = []string{AnomalyLost, AnomalyDuplicated, AnomalyOverwritten, AnomalyStuck,
-	AnomalyLifecycle, AnomalyAdmission, AnomalyExecutions, AnomalyFence, AnomalyViews, AnomalyReplay, AnomalyLogLeak}
+	AnomalyLifecycle, AnomalyAdmission, AnomalyExecutions, AnomalyFence, AnomalyViews, AnomalyReplay, AnomalyLogLeak, AnomalyReservation}
 
 // Result is the checker's verdict on one run.
 type Result struct {
@@ -391,6 +396,7 @@ func Check(in *CheckInput) *Result {
 	checkExecutions(r, db, in.Execs, in.NodesStayUp)
 	checkViews(r, in.Snapshot)
 	checkLogs(r, in.Logs)
+	checkReservations(r, db, in.TenantInFlight)
 	for _, k := range anomalyKinds {
 		if len(r.Examples[k]) == 0 {
 			delete(r.Examples, k)
@@ -732,6 +738,29 @@ func checkLogs(r *Result, logs map[string][]string) {
 					break
 				}
 			}
+		}
+	}
+}
+
+// checkReservations compares each tenant's in-flight count with its
+// unfinished tasks: a terminal task whose reservation was not released (or
+// released twice) shows as a difference, and would shrink (or grow) the
+// tenant's limit for good.
+func checkReservations(r *Result, db map[string]*TaskView, inFlight map[string]int) {
+	unfinished := map[string]int{}
+	for _, tv := range db {
+		if !tv.Task.State.Terminal() {
+			unfinished[tv.Task.Tenant]++
+		}
+	}
+	tenants := make([]string, 0, len(inFlight))
+	for t := range inFlight {
+		tenants = append(tenants, t)
+	}
+	sort.Strings(tenants)
+	for _, t := range tenants {
+		if inFlight[t] != unfinished[t] {
+			r.flag(AnomalyReservation, "tenant %s counts %d tasks in flight and has %d unfinished", t, inFlight[t], unfinished[t])
 		}
 	}
 }

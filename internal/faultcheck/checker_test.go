@@ -386,3 +386,15 @@ func TestCheckFindsTaskStuckAtTheDrainBound(t *testing.T) {
 		UnfinishedAtDrain: map[string]dockettype.State{"task-1": dockettype.StateQueued}, DrainTimeout: 90 * time.Second})
 	wantOnly(t, r, map[string]int{AnomalyStuck: 1}, "task-1")
 }
+
+func TestCheckFindsReservationLeaks(t *testing.T) {
+	f := newFixture(t)
+	f.ack("k1", "task-1")
+	f.succeeded("task-1")
+	r := Check(&CheckInput{Ops: f.ops, Snapshot: Snapshot{Store: f.db}, Execs: f.execs, Limits: f.limits,
+		TenantInFlight: map[string]int{"t1": 1}})
+	wantOnly(t, r, map[string]int{AnomalyReservation: 1}, "t1")
+	r = Check(&CheckInput{Ops: f.ops, Snapshot: Snapshot{Store: f.db}, Execs: f.execs, Limits: f.limits,
+		TenantInFlight: map[string]int{"t1": 0}})
+	wantOnly(t, r, nil)
+}

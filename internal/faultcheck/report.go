@@ -81,8 +81,8 @@ func WriteText(w io.Writer, reports []*Report) {
 		}
 		row("guarantees", "lost %d · duplicated %d · overwritten terminals %d · stuck after drain %d",
 			res.Lost, res.Duplicated, res.OverwrittenTerminals, res.StuckAfterDrain)
-		row("other checks", "lifecycle %d · admission over limit %d · executions over attempts %d · fence %d · views disagree %d · replay refused %d · log leaks %d",
-			res.Anomalies[AnomalyLifecycle], res.Anomalies[AnomalyAdmission], res.Anomalies[AnomalyExecutions],
+		row("other checks", "lifecycle %d · admission over limit %d · reservation leaks %d · executions over attempts %d · fence %d · views disagree %d · replay refused %d · log leaks %d",
+			res.Anomalies[AnomalyLifecycle], res.Anomalies[AnomalyAdmission], res.Anomalies[AnomalyReservation], res.Anomalies[AnomalyExecutions],
 			res.Anomalies[AnomalyFence], res.Anomalies[AnomalyViews], res.Anomalies[AnomalyReplay], res.Anomalies[AnomalyLogLeak])
 		row("tasks", "%d: %s", res.Tasks, formatStates(res.States))
 		if len(res.FailedCodes) > 0 {

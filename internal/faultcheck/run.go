@@ -516,12 +516,20 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 	if err := s.writeHistory(); err != nil {
 		return err
 	}
+	inFlight := map[string]int{}
+	for _, t := range s.tenants {
+		ten, err := st.GetTenant(ctx, t)
+		if err != nil {
+			return fmt.Errorf("read tenant %s: %w", t, err)
+		}
+		inFlight[t] = ten.InFlight
+	}
 	logs, err := s.readLogs()
 	if err != nil {
 		return fmt.Errorf("read the server logs: %w", err)
 	}
 	s.rep.Result = Check(&CheckInput{Ops: ops, Snapshot: Snapshot{Store: db, API: api}, Execs: execs,
-		Limits: s.limits, NodesStayUp: s.stayUp, Logs: logs, UnfinishedAtDrain: s.unfinished, DrainTimeout: s.opts.DrainTimeout})
+		Limits: s.limits, NodesStayUp: s.stayUp, Logs: logs, UnfinishedAtDrain: s.unfinished, DrainTimeout: s.opts.DrainTimeout, TenantInFlight: inFlight})
 	verdict := "no anomaly"
 	if n := s.rep.Result.AnomalyCount(); n > 0 {
 		verdict = fmt.Sprintf("%d ANOMALIES", n)
