@@ -452,7 +452,7 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 		s.rep.LoadSeconds = time.Since(start).Seconds()
 	})
 	wg.Wait()
-	healErr := s.heal(ctx)
+	healErr := s.heal()
 	s.rep.Faults = s.faultCounts()
 	s.rep.StoreErrors = map[string]int{}
 	for _, n := range s.nodes {
@@ -558,7 +558,10 @@ func (s *scenarioRun) readLogs() (map[string][]string, error) {
 
 // heal ends every fault: frozen nodes resume, dead ones start, PostgreSQL
 // runs, proxies forward.
-func (s *scenarioRun) heal(ctx context.Context) error {
+func (s *scenarioRun) heal() error {
+	// Healing runs even when the run was interrupted: PostgreSQL is never
+	// left stopped.
+	ctx := context.Background()
 	var errs []error
 	if s.pg != nil && !s.pg.accepts(ctx) {
 		if err := s.pg.Start(context.Background()); err != nil {
