@@ -100,6 +100,9 @@ func faultcheckCmd(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stderr, "faultcheck: logs and histories kept in %s\n", dir)
 	}
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted")
+	}
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func Run(ctx context.Context, opts Options) ([]*Report, error) {
 			seed: opts.Seed ^ uint64(i+1)*0x9e3779b97f4a7c15}
 		sc.run(ctx)
 	}
-	return reports, nil
+	return reports, ctx.Err()
 }
 
 func storeKind(postgres bool) string {
