@@ -30,7 +30,7 @@ func Example() {
 		Run: func(ctx context.Context, b *workflow.Binding, input json.RawMessage) (json.RawMessage, error) {
 			var in struct{ Name string }
 			if err := json.Unmarshal(input, &in); err != nil {
-				return nil, workflow.Fail(dockettype.CodeInvalidInput, false)
+				return nil, workflow.Fail(dockettype.CodeInvalidInput, `input needs a "name" string`, false)
 			}
 			// The binding is built by the server: the author is the API
 			// key's principal, whatever the request said.

@@ -25,6 +25,10 @@ import (
 	"github.com/docket-dev/docket/workflow"
 )
 
+// KeyCacheTTL is how long a node remembers an API key it resolved: a key
+// revoked elsewhere is refused on every node within it.
+const KeyCacheTTL = 2 * time.Second
+
 // Modes.
 const (
 	ModeDemo  = "demo"  // frozen seed rules, demo workflows enabled
@@ -190,13 +194,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		return out
 	})
-	handler := httpapi.New(s.svc, auth.NewAuthenticator(st), httpapi.Options{
+	s.observeQueue()
+	handler := httpapi.New(s.svc, auth.NewAuthenticator(st).WithCache(KeyCacheTTL, clock), httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBytes,
 		Logger: cfg.Logger, Metrics: s.metrics, Clock: clock,
 		Version: Version(), BodyTimeout: cfg.BodyTimeout,
 		MaxWaits: cfg.MaxWaits, MaxWaitsPerTenant: cfg.MaxWaitsPerTenant,
 		MaxTimeout: s.svc.Config().MaxTimeout,
-		Tenants:    st, DefaultTenantLimit: cfg.DefaultTenantLimit,
+		Admin:      st, Node: s.svc, DefaultTenantLimit: cfg.DefaultTenantLimit,
 	})
 	s.http = httpapi.NewServer(handler, slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn))
 	return s, nil

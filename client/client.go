@@ -67,9 +67,11 @@ type SubmitParams struct {
 	Input json.RawMessage
 	// Pool overrides the workflow's default pool ("online" or "offline").
 	Pool dockettype.Pool
-	// TimeoutMS is the task's deadline from admission; 0 takes the
-	// server's default.
+	// TimeoutMS is the task's deadline from admission (from RunAt when
+	// set); 0 takes the server's default.
 	TimeoutMS int64
+	// RunAt, when set, is the earliest time the task starts.
+	RunAt time.Time
 	// Priority orders the tenant's tasks (higher first); -1000..1000.
 	Priority int
 	// MaxAttempts bounds retries; 0 takes the server's default.
@@ -111,6 +113,15 @@ type submitBody struct {
 	TimeoutMS   int64           `json:"timeout_ms,omitempty"`
 	Priority    int             `json:"priority,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
+	RunAt       *time.Time      `json:"run_at,omitempty"`
+}
+
+// runAt is the body's run_at: absent when zero.
+func runAt(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // Submit submits a task.
@@ -120,7 +131,7 @@ func (c *Client) Submit(ctx context.Context, p *SubmitParams) (*SubmitResult, er
 	}
 	body, err := json.Marshal(submitBody{
 		Workflow: p.Workflow, Input: p.Input, Pool: p.Pool,
-		TimeoutMS: p.TimeoutMS, Priority: p.Priority, MaxAttempts: p.MaxAttempts,
+		TimeoutMS: p.TimeoutMS, Priority: p.Priority, MaxAttempts: p.MaxAttempts, RunAt: runAt(p.RunAt),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docket: submit: encode input: %w", err)

@@ -31,8 +31,13 @@ func CodeOf(err error) Code {
 // Failure is the error a workflow returns to end an attempt with a chosen
 // code. Retryable failures are re-queued with backoff while attempts remain;
 // others fail the task at once.
+//
+// Message is a short human reason (`input needs a "text" string`) that the
+// task's own tenant reads in the task's error.message. It is never logged,
+// and it must not quote the input.
 type Failure struct {
 	Code      Code
+	Message   string
 	Retryable bool
 }
 

@@ -19,7 +19,7 @@ func ExampleRegistry_Register() {
 			var in struct{ Lines []float64 }
 			if err := json.Unmarshal(input, &in); err != nil {
 				// Not worth retrying: the input will not change.
-				return nil, workflow.Fail(dockettype.CodeInvalidInput, false)
+				return nil, workflow.Fail(dockettype.CodeInvalidInput, `input needs a "lines" array of numbers`, false)
 			}
 			var sum float64
 			for _, l := range in.Lines {

@@ -85,8 +85,12 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// Fail returns an error that ends the attempt with code. A retryable
-// failure is re-queued with backoff while attempts remain.
-func Fail(code dockettype.Code, retryable bool) error {
-	return &dockettype.Failure{Code: code, Retryable: retryable}
+// Fail returns an error that ends the attempt with code and message. A
+// retryable failure is re-queued with backoff while attempts remain.
+//
+// The message says why in a few words (`input needs a "text" string`): the
+// task's own tenant reads it in the task's error.message, and it is never
+// logged. Do not quote the input in it. Docket keeps its first 200 bytes.
+func Fail(code dockettype.Code, message string, retryable bool) error {
+	return &dockettype.Failure{Code: code, Message: message, Retryable: retryable}
 }

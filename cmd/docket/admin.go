@@ -53,21 +53,35 @@ func defaultTenantLimitFlag(fs *flag.FlagSet) *int {
 }
 
 const keysUsage = `usage: docket keys create --tenant T --principal P [--role member|admin] [flags]
+       docket keys list [--tenant T] [flags]
+       docket keys revoke [flags] ID
 
-Run 'docket keys create --help' for its flags.
+Run 'docket keys create --help' (or list, revoke) for its flags.
 `
 
 func keysCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
+	if len(args) == 0 {
 		return groupHelp(args, keysUsage, stderr)
 	}
+	switch args[0] {
+	case "create":
+		return keysCreateCmd(args[1:], stdout, stderr)
+	case "list":
+		return keysListCmd(args[1:], stdout, stderr)
+	case "revoke":
+		return keysRevokeCmd(args[1:], stdout, stderr)
+	}
+	return groupHelp(args, keysUsage, stderr)
+}
+
+func keysCreateCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("keys create", stderr)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant the key belongs to (created if missing)")
 	principal := fs.String("principal", "", "principal: the author of tasks submitted with the key")
 	role := fs.String("role", "member", "member (its tenant's tasks) or admin (also the admin API)")
 	defaultLimit := defaultTenantLimitFlag(fs)
-	if _, err := parse(fs, args[1:]); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	if *tenant == "" || *principal == "" {
@@ -97,22 +111,191 @@ func keysCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-const tenantsUsage = `usage: docket tenants set-limits --tenant T [--max-in-flight N] [--weight W] [flags]
+// keyJSON is a key as GET /v1/admin/keys shows it: never the key, never
+// its hash.
+type keyJSON struct {
+	ID        string          `json:"id"`
+	Tenant    string          `json:"tenant"`
+	Principal string          `json:"principal"`
+	Role      dockettype.Role `json:"role"`
+	CreatedAt time.Time       `json:"created_at"`
+	RevokedAt *time.Time      `json:"revoked_at"`
+}
 
-Run 'docket tenants set-limits --help' for its flags.
+func keyJSONOf(k *store.APIKey) keyJSON {
+	return keyJSON{ID: k.ID, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+}
+
+// jsonFlag is --json: the admin API's JSON (shape) instead of human text
+// (a table, a line), the default when stdout is not a terminal.
+func jsonFlag(fs *flag.FlagSet, stdout io.Writer, shape, human string) *bool {
+	return fs.Bool("json", !isTerminal(stdout), "print the admin API's JSON ("+shape+"); default: "+human+" on a terminal, JSON otherwise")
+}
+
+func keysListCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("keys list", stderr)
+	db := dbFlag(fs)
+	tenant := fs.String("tenant", "", "only this tenant's keys")
+	asJSON := jsonFlag(fs, stdout, `{"keys":[…]}`, "a table")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if *tenant != "" && !auth.ValidName(*tenant) {
+		return errors.New("--tenant must be 1-64 characters of [A-Za-z0-9._@-]")
+	}
+	ctx := context.Background()
+	st, err := openExisting(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	keys, err := st.ListAPIKeys(ctx, *tenant)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Keys []keyJSON `json:"keys"`
+	}{Keys: make([]keyJSON, len(keys))}
+	for i, k := range keys {
+		out.Keys[i] = keyJSONOf(k)
+	}
+	if *asJSON {
+		return printJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTENANT\tPRINCIPAL\tROLE\tCREATED\tREVOKED")
+	for _, k := range out.Keys {
+		revoked := "-"
+		if k.RevokedAt != nil {
+			revoked = k.RevokedAt.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Principal, k.Role, k.CreatedAt.Local().Format(time.DateTime), revoked)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(out.Keys) == 0 {
+		fmt.Fprintln(stdout, "(no keys)")
+	}
+	return nil
+}
+
+func keysRevokeCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("keys revoke", stderr)
+	db := dbFlag(fs)
+	asJSON := jsonFlag(fs, stdout, "the revoked key", "one line")
+	ids, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		fmt.Fprint(stderr, keysUsage)
+		return errUsage
+	}
+	ctx := context.Background()
+	st, err := openExisting(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	k, err := st.RevokeAPIKey(ctx, &store.RevokeAPIKeyParams{Now: time.Now(), ID: ids[0]})
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no key %q: `docket keys list` shows the IDs", ids[0])
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, keyJSONOf(k))
+	}
+	fmt.Fprintf(stdout, "key %s (%s/%s) revoked at %s; servers refuse it within %s\n",
+		k.ID, k.Tenant, k.Principal, k.RevokedAt.Local().Format(time.DateTime), docket.KeyCacheTTL)
+	return nil
+}
+
+const tenantsUsage = `usage: docket tenants list [flags]
+       docket tenants set-limits --tenant T [--max-in-flight N] [--weight W] [flags]
+
+Run 'docket tenants list --help' or 'docket tenants set-limits --help' for their flags.
 `
 
 func tenantsCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "set-limits" {
+	if len(args) == 0 {
 		return groupHelp(args, tenantsUsage, stderr)
 	}
+	switch args[0] {
+	case "list":
+		return tenantsListCmd(args[1:], stdout, stderr)
+	case "set-limits":
+		return tenantsSetLimitsCmd(args[1:], stdout, stderr)
+	}
+	return groupHelp(args, tenantsUsage, stderr)
+}
+
+// tenantJSON is a tenant as GET /v1/admin/tenants shows it.
+type tenantJSON struct {
+	ID          string `json:"id"`
+	MaxInFlight int    `json:"max_in_flight"`
+	Weight      int    `json:"weight"`
+	InFlight    int    `json:"in_flight"`
+}
+
+func tenantsListCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tenants list", stderr)
+	db := dbFlag(fs)
+	asJSON := jsonFlag(fs, stdout, `{"tenants":[…]}`, "a table")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	st, err := openExisting(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tenants, err := st.ListTenants(ctx)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Tenants []tenantJSON `json:"tenants"`
+	}{Tenants: make([]tenantJSON, len(tenants))}
+	for i, t := range tenants {
+		out.Tenants[i] = tenantJSON{ID: t.ID, MaxInFlight: t.MaxInFlight, Weight: t.Weight, InFlight: t.InFlight}
+	}
+	if *asJSON {
+		return printJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TENANT\tMAX IN FLIGHT\tWEIGHT\tIN FLIGHT")
+	for _, t := range out.Tenants {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", t.ID, limitText(t.MaxInFlight), t.Weight, t.InFlight)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(out.Tenants) == 0 {
+		fmt.Fprintln(stdout, "(no tenants)")
+	}
+	return nil
+}
+
+// limitText spells an in-flight limit, 0 being unlimited.
+func limitText(n int) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return fmt.Sprint(n)
+}
+
+func tenantsSetLimitsCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tenants set-limits", stderr)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant to configure (created if missing)")
 	maxInFlight := fs.Int("max-in-flight", 0, "most non-terminal tasks of the tenant (0: unlimited); unchanged when not given")
 	weight := fs.Int("weight", 1, "dispatch weight relative to other tenants (>= 1); unchanged when not given")
 	defaultLimit := defaultTenantLimitFlag(fs)
-	if _, err := parse(fs, args[1:]); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	change := &tenantlimits.Change{Now: time.Now(), Tenant: *tenant, DefaultMaxInFlight: *defaultLimit}
@@ -138,11 +321,7 @@ func tenantsCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return errors.New(messageOf(err))
 	}
-	limit := fmt.Sprint(t.MaxInFlight)
-	if t.MaxInFlight == 0 {
-		limit = "unlimited"
-	}
-	fmt.Fprintf(stdout, "tenant %s: max in flight %s, weight %d\n", t.ID, limit, t.Weight)
+	fmt.Fprintf(stdout, "tenant %s: max in flight %s, weight %d\n", t.ID, limitText(t.MaxInFlight), t.Weight)
 	return nil
 }
 

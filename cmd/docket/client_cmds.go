@@ -70,11 +70,28 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	priority := fs.Int("priority", 0, "priority within the tenant (-1000..1000)")
 	maxAttempts := fs.Int("max-attempts", 0, "attempts before failing (default: the server's)")
 	wait := fs.Duration("wait", 0, "wait up to this long for the task to finish")
+	runAt := fs.String("run-at", "", "start the task no earlier than this RFC 3339 time (its deadline counts from it)")
+	delay := fs.Duration("delay", 0, "start the task no earlier than this long from now (instead of --run-at)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	if *wf == "" {
 		return errors.New("--workflow is required")
+	}
+	var at time.Time
+	switch {
+	case *runAt != "" && *delay != 0:
+		return errors.New("give --run-at or --delay, not both")
+	case *runAt != "":
+		t, err := time.Parse(time.RFC3339Nano, *runAt)
+		if err != nil {
+			return errors.New("--run-at must be an RFC 3339 time, e.g. 2026-12-01T09:00:00Z")
+		}
+		at = t
+	case *delay < 0:
+		return errors.New("--delay must not be negative")
+	case *delay > 0:
+		at = time.Now().Add(*delay)
 	}
 	in, err := readInput(*input)
 	if err != nil {
@@ -90,7 +107,7 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	ctx := context.Background()
 	res, err := c.Submit(ctx, &client.SubmitParams{
 		IdempotencyKey: *idem, Workflow: *wf, Input: in, Pool: dockettype.Pool(*pool),
-		TimeoutMS: *timeoutMS, Priority: *priority, MaxAttempts: *maxAttempts,
+		TimeoutMS: *timeoutMS, Priority: *priority, MaxAttempts: *maxAttempts, RunAt: at,
 	})
 	if err != nil {
 		return err

@@ -106,8 +106,10 @@ func TestKill9LosesNothing(t *testing.T) {
 
 	const n = 60
 	var (
-		mu    sync.Mutex
-		acked = map[string]string{} // idempotency key → task ID
+		mu        sync.Mutex
+		acked     = map[string]string{} // idempotency key → task ID
+		third     = make(chan struct{}) // closed once n/3 submissions are acknowledged
+		thirdOnce sync.Once
 	)
 	input := func(i int) json.RawMessage {
 		if i%2 == 0 {
@@ -132,6 +134,9 @@ func TestKill9LosesNothing(t *testing.T) {
 			return fmt.Errorf("key crash-%d answered two task IDs: %s and %s", i, prev, res.Task.ID)
 		}
 		acked[fmt.Sprint("crash-", i)] = res.Task.ID
+		if len(acked) >= n/3 {
+			thirdOnce.Do(func() { close(third) })
+		}
 		return nil
 	}
 
@@ -151,14 +156,14 @@ func TestKill9LosesNothing(t *testing.T) {
 			}
 		}()
 	}
-	for {
-		mu.Lock()
-		k := len(acked)
-		mu.Unlock()
-		if k >= n/3 {
-			break
-		}
-		<-time.After(time.Millisecond)
+	submitted := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(submitted)
+	}()
+	select { // a third acknowledged (or, should most fail, every client done)
+	case <-third:
+	case <-submitted:
 	}
 	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@
 //	docket serve                      run API, pools and schedulers
 //	docket migrate                    create the database, apply migrations
 //	docket keys create --tenant T --principal P [--role admin]
+//	docket keys list [--tenant T] | docket keys revoke ID
+//	docket tenants list
 //	docket tenants set-limits --tenant T [--max-in-flight N] [--weight W]
 //	docket rules publish FILE | docket rules list
 //	docket submit | get | cancel | list | events | evidence   (HTTP client commands)
@@ -37,6 +39,9 @@ server:
 admin (work on the database directly; same --db as serve):
   migrate               create the database if missing, apply migrations
   keys create           create an API key (printed alone on stdout)
+  keys list             list API keys (never the keys themselves)
+  keys revoke ID        revoke an API key
+  tenants list          list tenants with their limits and tasks in flight
   tenants set-limits    change a tenant's in-flight limit and weight
   rules publish FILE    validate and publish a quality rule set version
   rules list            list published rule set versions

@@ -11,9 +11,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
@@ -79,11 +81,30 @@ func ValidName(s string) bool {
 
 // Authenticator resolves keys to principals.
 type Authenticator struct {
-	keys KeyStore
+	keys  KeyStore
+	cache *keyCache // nil: every request asks the store
 }
 
 // NewAuthenticator returns an Authenticator over ks.
 func NewAuthenticator(ks KeyStore) *Authenticator { return &Authenticator{keys: ks} }
+
+// WithCache makes a keep the keys it resolved for ttl, so that a busy
+// server does not read the store for every request. A revoked key is then
+// refused within ttl on every node; Forget refuses it at once on this one.
+func (a *Authenticator) WithCache(ttl time.Duration, clock clockwork.Clock) *Authenticator {
+	if ttl > 0 {
+		a.cache = &keyCache{ttl: ttl, clock: clock, entries: map[string]cachedKey{}}
+	}
+	return a
+}
+
+// Forget drops the cached resolution of the key with this ID (a key this
+// node just revoked).
+func (a *Authenticator) Forget(keyID string) {
+	if a.cache != nil {
+		a.cache.forget(keyID)
+	}
+}
 
 // Authenticate returns the principal of key. It returns ErrUnauthenticated
 // for an unknown key and store.ErrUnavailable (wrapped) when the store
@@ -92,12 +113,74 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (dockettyp
 	if !strings.HasPrefix(key, KeyPrefix) || len(key) > 128 {
 		return dockettype.Principal{}, ErrUnauthenticated
 	}
-	k, err := a.keys.LookupAPIKey(ctx, HashKey(key))
+	hash := HashKey(key)
+	if p, ok := a.cache.get(hash); ok {
+		return p, nil
+	}
+	k, err := a.keys.LookupAPIKey(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return dockettype.Principal{}, ErrUnauthenticated
 	}
 	if err != nil {
 		return dockettype.Principal{}, err
 	}
-	return dockettype.Principal{Tenant: k.Tenant, Name: k.Principal, Role: k.Role}, nil
+	p := dockettype.Principal{Tenant: k.Tenant, Name: k.Principal, Role: k.Role}
+	a.cache.put(hash, k.ID, p)
+	return p, nil
+}
+
+// maxCachedKeys bounds the cache; past it, an entry is dropped at random.
+const maxCachedKeys = 10_000
+
+// keyCache remembers resolved keys (by hash) for a short time. Only keys
+// the store knows are cached: an unknown key always asks the store.
+type keyCache struct {
+	ttl     time.Duration
+	clock   clockwork.Clock
+	mu      sync.Mutex
+	entries map[string]cachedKey
+}
+
+type cachedKey struct {
+	id        string
+	principal dockettype.Principal
+	expires   time.Time
+}
+
+func (c *keyCache) get(hash string) (dockettype.Principal, bool) {
+	if c == nil {
+		return dockettype.Principal{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[hash]
+	if !ok || !c.clock.Now().Before(e.expires) {
+		return dockettype.Principal{}, false
+	}
+	return e.principal, true
+}
+
+func (c *keyCache) put(hash, id string, p dockettype.Principal) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxCachedKeys {
+		for h := range c.entries {
+			delete(c.entries, h)
+			break
+		}
+	}
+	c.entries[hash] = cachedKey{id: id, principal: p, expires: c.clock.Now().Add(c.ttl)}
+}
+
+func (c *keyCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for h, e := range c.entries {
+		if e.id == id {
+			delete(c.entries, h)
+		}
+	}
 }

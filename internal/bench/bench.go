@@ -53,7 +53,8 @@ type Options struct {
 	Duration time.Duration // continuous, http: measuring window (required)
 	Clients  int           // http: concurrent clients; default 64
 	Tenants  int           // the load is spread over this many tenants; default 1
-	Workers  int           // online pool workers; 0: the queue's default; -1 (http only): none, admission alone
+	Workers  int           // online pool workers (per node); 0: the queue's default; -1 (http only): none, admission alone
+	Nodes    int           // burn-down, continuous: nodes working the one store, each with its own connections; default 1
 	Capacity int           // online pool capacity; default 100,000,000 (it is checked, never reached)
 	Batch    int           // tasks per batch admission; default queue.MaxBatchItems
 	Backlog  int           // continuous: queued tasks kept ahead of the workers; default 5,000
@@ -86,8 +87,13 @@ type Result struct {
 	// PeakRSSBytes is the process's peak resident set (VmHWM) when the
 	// measured phase ended; 0 where /proc is missing.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// Windows is continuous mode's rate in consecutive windows (a tenth of
+	// the duration; a minute for runs of five minutes or more), to show
+	// whether throughput holds as the tables grow.
+	Windows []float64 `json:"windows_tasks_per_second,omitempty"`
 
 	Tenants  int `json:"tenants"`
+	Nodes    int `json:"nodes"`
 	Workers  int `json:"workers"`
 	Clients  int `json:"clients,omitempty"`
 	Capacity int `json:"capacity"`
@@ -114,7 +120,7 @@ func Run(ctx context.Context, st store.Store, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer h.svc.Stop()
+	defer h.stop()
 	var res *Result
 	switch opts.Mode {
 	case BurnDown:
@@ -131,7 +137,7 @@ func Run(ctx context.Context, st store.Store, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res.Mode = opts.Mode
-	res.Tenants, res.Capacity = opts.Tenants, opts.Capacity
+	res.Tenants, res.Capacity, res.Nodes = opts.Tenants, opts.Capacity, opts.Nodes
 	res.Workers = h.svc.Config().Online.Workers
 	if res.Seconds > 0 {
 		res.TasksPerSecond = float64(res.Tasks) / res.Seconds
@@ -167,6 +173,12 @@ func (o *Options) setDefaults() error {
 	if o.Tenants == 0 {
 		o.Tenants = 1
 	}
+	if o.Nodes == 0 {
+		o.Nodes = 1
+	}
+	if o.Nodes < 1 || o.Nodes > 16 || o.Nodes > 1 && o.Mode == HTTP {
+		return errors.New("nodes must be between 1 and 16 (1 in http mode)")
+	}
 	if o.Capacity == 0 {
 		o.Capacity = 100_000_000
 	}
@@ -198,7 +210,9 @@ func (o *Options) setDefaults() error {
 type harness struct {
 	opts    Options
 	st      store.Store
-	svc     *queue.Service
+	svc     *queue.Service   // the first node: admission goes through it
+	nodes   []*queue.Service // every node (svc first), sharing the metrics
+	forks   []store.Store    // the other nodes' store handles
 	metrics *metrics.Metrics
 	run     string                 // makes this run's idempotency keys unique
 	tenants []dockettype.Principal // the load's principals, one per tenant
@@ -213,22 +227,60 @@ func newHarness(st store.Store, opts Options) (*harness, error) {
 		return nil, err
 	}
 	m := metrics.New()
-	svc, err := queue.New(st, runtime.New(reg, nil), queue.Config{
-		Online:  queue.PoolConfig{Workers: opts.Workers, Capacity: opts.Capacity},
-		Offline: queue.PoolConfig{Workers: -1},
-		Logger:  opts.Logger,
-		Metrics: m,
-	})
-	if err != nil {
-		return nil, err
-	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	h := &harness{opts: opts, st: st, svc: svc, metrics: m, run: hex.EncodeToString(b[:]), sample: newSample(sampleSize)}
+	h := &harness{opts: opts, st: st, metrics: m, run: hex.EncodeToString(b[:]), sample: newSample(sampleSize)}
+	// Each node after the first has its own store handle (its own
+	// connections), as a separate process would.
+	for i := range opts.Nodes {
+		nodeStore := st
+		if i > 0 {
+			f, err := st.Fork(fmt.Sprintf("node-%d", i+1), store.ForkOptions{MaxConns: 8})
+			if err != nil {
+				h.stop()
+				return nil, err
+			}
+			h.forks = append(h.forks, f)
+			nodeStore = f
+		}
+		svc, err := queue.New(nodeStore, runtime.New(reg, nil), queue.Config{
+			NodeID:  fmt.Sprintf("bench-%s-%d", h.run, i+1),
+			Online:  queue.PoolConfig{Workers: opts.Workers, Capacity: opts.Capacity},
+			Offline: queue.PoolConfig{Workers: -1},
+			Logger:  opts.Logger,
+			Metrics: m,
+		})
+		if err != nil {
+			h.stop()
+			return nil, err
+		}
+		h.nodes = append(h.nodes, svc)
+	}
+	h.svc = h.nodes[0]
 	for i := range opts.Tenants {
 		h.tenants = append(h.tenants, dockettype.Principal{Tenant: fmt.Sprintf("bench-%d", i+1), Name: "bench", Role: dockettype.RoleMember})
 	}
 	return h, nil
+}
+
+// start starts every node.
+func (h *harness) start(ctx context.Context) error {
+	for _, n := range h.nodes {
+		if err := n.Start(ctx); err != nil {
+			return fmt.Errorf("start the service: %w", err)
+		}
+	}
+	return nil
+}
+
+// stop stops every node and closes their store handles.
+func (h *harness) stop() {
+	for _, n := range h.nodes {
+		n.Stop()
+	}
+	for _, f := range h.forks {
+		f.Close()
+	}
 }
 
 // noop is the bench workflow: it does nothing and succeeds.

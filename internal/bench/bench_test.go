@@ -81,3 +81,30 @@ func TestRunHTTPAdmissionOnly(t *testing.T) {
 		t.Fatalf("stats = %+v, want %d queued tasks over 3 tenants", stats, res.Tasks)
 	}
 }
+
+// Several nodes drain one store together: every task runs once and ends
+// succeeded, whichever node claimed it.
+func TestRunSeveralNodes(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "n.db"), sqlite.Options{Synchronous: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	res, err := Run(context.Background(), st, Options{Mode: BurnDown, Tasks: 600, Batch: 200, Nodes: 3, Workers: 16, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Nodes != 3 || res.Tasks != 600 || res.Terminal != 600 || res.States[dockettype.StateSucceeded] != 600 {
+		t.Fatalf("burn-down on 3 nodes = %+v", res)
+	}
+	counts, err := storetest.CountByState(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 1 || counts[dockettype.StateSucceeded] != 600 {
+		t.Fatalf("tasks by state = %v, want 600 succeeded", counts)
+	}
+	if _, err := Run(context.Background(), st, Options{Mode: HTTP, Duration: time.Second, Nodes: 2}); err == nil {
+		t.Fatal("http mode accepted two nodes")
+	}
+}

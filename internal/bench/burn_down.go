@@ -27,8 +27,8 @@ func (h *harness) burnDown(ctx context.Context) (*Result, error) {
 
 	p.reset("drain", 0)
 	start := time.Now()
-	if err := h.svc.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start the service: %w", err)
+	if err := h.start(ctx); err != nil {
+		return nil, err
 	}
 	end, err := h.waitTerminal(ctx, n, p, func() string {
 		t := h.terminal()

@@ -31,8 +31,8 @@ func (h *harness) continuous(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 
-	if err := h.svc.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start the service: %w", err)
+	if err := h.start(ctx); err != nil {
+		return nil, err
 	}
 	p.reset("run", 0)
 	// Top up once a batch's worth (or half the backlog, if smaller) has
@@ -42,7 +42,21 @@ func (h *harness) continuous(ctx context.Context) (*Result, error) {
 	base := h.terminal()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
+	// The rate in each window shows whether throughput holds as the
+	// tables grow: one-minute windows for runs of five minutes or more.
+	window := h.opts.Duration / 10
+	if h.opts.Duration >= 5*time.Minute {
+		window = time.Minute
+	}
+	window = max(window, time.Second)
+	var windows []float64
+	windowStart, windowBase := start, base
 	for time.Since(start) < h.opts.Duration {
+		if now := time.Now(); now.Sub(windowStart) >= window {
+			done := h.terminal()
+			windows = append(windows, float64(done-windowBase)/now.Sub(windowStart).Seconds())
+			windowStart, windowBase = now, done
+		}
 		if deficit := backlog - (admitted - h.terminal()); deficit >= threshold {
 			if err := admit(deficit); err != nil {
 				return nil, err
@@ -59,7 +73,7 @@ func (h *harness) continuous(ctx context.Context) (*Result, error) {
 		}
 	}
 	end := time.Now()
-	res := &Result{Tasks: h.terminal() - base, Seconds: end.Sub(start).Seconds(), PeakRSSBytes: peakRSS()}
+	res := &Result{Tasks: h.terminal() - base, Seconds: end.Sub(start).Seconds(), PeakRSSBytes: peakRSS(), Windows: windows}
 
 	p.reset("drain", 0)
 	if _, err := h.waitTerminal(ctx, admitted, p, func() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jonboulle/clockwork"
 	"net"
 	"net/http"
 	"slices"
@@ -42,7 +43,7 @@ func (h *harness) httpClients(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("listen on a loopback port: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           httpapi.New(h.svc, auth.NewAuthenticator(h.st), httpapi.Options{Logger: h.opts.Logger, Metrics: h.metrics}),
+		Handler:           httpapi.New(h.svc, auth.NewAuthenticator(h.st).WithCache(2*time.Second, clockwork.NewRealClock()), httpapi.Options{Logger: h.opts.Logger, Metrics: h.metrics}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan error, 1)

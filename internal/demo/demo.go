@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -43,8 +44,8 @@ func sleeper(clock clockwork.Clock) workflow.Func {
 		var in struct {
 			MS int64 `json:"ms"`
 		}
-		if err := decodeStrict(input, &in); err != nil || in.MS < 0 || time.Duration(in.MS)*time.Millisecond > MaxSleep {
-			return nil, workflow.Fail(dockettype.CodeInvalidInput, false)
+		if err := decodeStrict(input, &in); err != nil || in.MS < 0 || in.MS > MaxSleep.Milliseconds() {
+			return nil, workflow.Fail(dockettype.CodeInvalidInput, sleepInputMessage, false)
 		}
 		select {
 		case <-clock.After(time.Duration(in.MS) * time.Millisecond):
@@ -55,15 +56,23 @@ func sleeper(clock clockwork.Clock) workflow.Func {
 	}
 }
 
+// Messages of the demo workflows' invalid_input failures.
+var (
+	sleepInputMessage = fmt.Sprintf(`input must be {"ms": N} with N from 0 to %d`, MaxSleep.Milliseconds())
+	failInputMessage  = `input must be {"code": "…", "retryable"?: bool} with a non-empty code`
+)
+
+// fail fails with the code and retryability its input asks for. Its
+// message is fixed: a message never echoes the input.
 func fail(_ context.Context, _ *workflow.Binding, input json.RawMessage) (json.RawMessage, error) {
 	var in struct {
 		Code      string `json:"code"`
 		Retryable bool   `json:"retryable"`
 	}
 	if err := decodeStrict(input, &in); err != nil || in.Code == "" {
-		return nil, workflow.Fail(dockettype.CodeInvalidInput, false)
+		return nil, workflow.Fail(dockettype.CodeInvalidInput, failInputMessage, false)
 	}
-	return nil, workflow.Fail(dockettype.Code(in.Code), in.Retryable)
+	return nil, workflow.Fail(dockettype.Code(in.Code), "demo.fail failed as its input asked", in.Retryable)
 }
 
 func decodeStrict(input json.RawMessage, v any) error {

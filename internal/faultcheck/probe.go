@@ -134,7 +134,7 @@ func (p *probe) run(ctx context.Context, b *workflow.Binding, input json.RawMess
 	var in probeInput
 	if err := dec.Decode(&in); err != nil || in.MS < 0 || in.MS > int64(time.Hour/time.Millisecond) {
 		end("fail")
-		return nil, workflow.Fail(dockettype.CodeInvalidInput, false)
+		return nil, workflow.Fail(dockettype.CodeInvalidInput, "the probe's input is not its own", false)
 	}
 	if in.MS > 0 {
 		select {
@@ -147,10 +147,10 @@ func (p *probe) run(ctx context.Context, b *workflow.Binding, input json.RawMess
 	switch {
 	case in.Fail:
 		end("fail")
-		return nil, workflow.Fail(codeProbeFail, false)
+		return nil, workflow.Fail(codeProbeFail, "the probe fails for good, as its input asked", false)
 	case b.Attempt() <= in.FailUntil:
 		end("retry")
-		return nil, workflow.Fail(codeProbeRetry, true)
+		return nil, workflow.Fail(codeProbeRetry, "the probe fails this attempt, as its input asked", true)
 	}
 	out, err := json.Marshal(probeResult{Task: b.TaskID(), Key: in.Key, Canary: in.Canary, Epoch: b.LeaseEpoch(), Attempt: b.Attempt(), PID: p.pid})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/auth"
+	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/tenantlimits"
 )
@@ -13,18 +15,24 @@ import (
 // adminPrefix starts every route of the admin API (role admin).
 const adminPrefix = "/v1/admin/"
 
-// TenantStore is what the admin API's tenant routes need from the store.
-// *sqlite.Store and *postgres.Store satisfy it.
-type TenantStore interface {
+// AdminStore is what the admin API needs from the store: tenants, keys
+// and the counts of GET /v1/admin/stats. Every store.Store satisfies it.
+type AdminStore interface {
 	tenantlimits.Store
+	auth.KeyStore
+	ListTenants(ctx context.Context) ([]*store.Tenant, error)
+	ListAPIKeys(ctx context.Context, tenant string) ([]*store.APIKey, error)
+	RevokeAPIKey(ctx context.Context, params *store.RevokeAPIKeyParams) (*store.APIKey, error)
+	Stats(ctx context.Context) (*store.Stats, error)
 }
 
-// tenantBody is a tenant as the admin API shows it.
-type tenantBody struct {
-	ID          string `json:"id"`
-	MaxInFlight int    `json:"max_in_flight"`
-	Weight      int    `json:"weight"`
-	InFlight    int    `json:"in_flight"`
+// NodeStats is what GET /v1/admin/stats reads of this node: its pools'
+// workers, their capacity, and its schedulers. *queue.Service satisfies
+// it.
+type NodeStats interface {
+	WorkerStats() []queue.WorkerStats
+	SchedulerStats() []queue.SchedulerStats
+	Config() queue.Config
 }
 
 // admin resolves the key like authenticated, then refuses every key whose
@@ -45,47 +53,28 @@ func ignorePrincipal(h http.HandlerFunc) principalHandler {
 	return func(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) { h(w, r) }
 }
 
-// patchTenant serves PATCH /v1/admin/tenants/{id}: only the fields given
-// change; a missing tenant is created with the default limit.
-func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
-	if _, err := queryParams(r); err != nil {
-		writeError(w, r, err)
-		return
+// adminRoutes are the routes of the admin API that opts enable.
+func (s *server) adminRoutes() []route {
+	if s.adminStore == nil {
+		return nil
 	}
-	if err := checkJSONContentType(r); err != nil {
-		writeError(w, r, err)
-		return
+	routes := []route{
+		{http.MethodGet, "/v1/admin/tenants", s.admin(s.listTenants)},
+		{http.MethodPatch, "/v1/admin/tenants/{id}", s.admin(s.patchTenant)},
+		{http.MethodPost, "/v1/admin/keys", s.admin(s.createKey)},
+		{http.MethodGet, "/v1/admin/keys", s.admin(s.listKeys)},
+		{http.MethodPost, "/v1/admin/keys/{id}/revoke", s.admin(s.revokeKey)},
 	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
+	if s.node != nil {
+		routes = append(routes, route{http.MethodGet, "/v1/admin/stats", s.admin(s.stats)})
 	}
-	raw, err := decodeObject(body, map[string]bool{"max_in_flight": true, "weight": true}, "the request body")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	change := &tenantlimits.Change{Now: s.clock.Now(), Tenant: r.PathValue("id"), DefaultMaxInFlight: s.tenantLimit}
-	for name, dst := range map[string]**int{"max_in_flight": &change.MaxInFlight, "weight": &change.Weight} {
-		if v, ok := raw[name]; ok {
-			if *dst, err = decodeInt(name, v); err != nil {
-				writeError(w, r, err)
-				return
-			}
-		}
-	}
-	t, err := tenantlimits.Apply(r.Context(), s.tenants, change)
-	if err != nil {
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_tenants", err))
-		return
-	}
-	writeJSON(w, r, http.StatusOK, tenantBody{ID: t.ID, MaxInFlight: t.MaxInFlight, Weight: t.Weight, InFlight: t.InFlight})
+	return routes
 }
 
 // adminStoreError turns a store error of an admin call into an answer:
-// a *dockettype.Error passes through, a refused parameter is internal, and
-// anything else is store_unavailable, counted and logged by code only.
+// a *dockettype.Error passes through, a refused parameter or a database
+// error that is not an outage is internal, and anything else is
+// store_unavailable. Each is counted and logged by code only.
 func (s *server) adminStoreError(ctx context.Context, op string, err error) error {
 	var de *dockettype.Error
 	switch {
@@ -95,6 +84,12 @@ func (s *server) adminStoreError(ctx context.Context, op string, err error) erro
 		return ctx.Err()
 	}
 	s.metrics.StoreErrors.WithLabelValues(op).Inc()
+	if store.DatabaseCode(err) != "" {
+		// A refusal that retrying cannot fix: a bug must not look like an
+		// outage. (Its database code stays out of the log with its text.)
+		s.log.ErrorContext(ctx, "store refused the operation", "code", dockettype.CodeInternal, "op", op)
+		return dockettype.NewError(dockettype.CodeInternal, internalMessage)
+	}
 	if errors.Is(err, store.ErrInvalid) {
 		s.log.ErrorContext(ctx, "store refused invalid params", "code", dockettype.CodeInternal, "op", op)
 		return dockettype.NewError(dockettype.CodeInternal, internalMessage)

@@ -29,6 +29,7 @@ func TestAdminNeedsAnAdminKey(t *testing.T) {
 		{http.MethodGet, "/v1/admin/keys", ""},
 		{http.MethodPost, "/v1/admin/keys", `{"tenant":"acme","principal":"x"}`},
 		{http.MethodGet, "/v1/admin/stats", ""},
+		{http.MethodPost, "/v1/admin/keys/key_x/revoke", ""},
 		{http.MethodDelete, "/v1/admin/anything/else", ""},
 	}
 	for _, c := range calls {
@@ -37,7 +38,10 @@ func TestAdminNeedsAnAdminKey(t *testing.T) {
 		r = call(t, s.URL, request{method: c.method, path: c.path, body: c.body})
 		r.wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
 	}
-	// The member's refused PATCH changed nothing.
+	// The member's refused calls changed nothing.
+	if keys, err := s.Store.ListAPIKeys(context.Background(), ""); err != nil || len(keys) != 1 {
+		t.Fatalf("keys after a member's POST /v1/admin/keys = %d, %v; want only the stack's", len(keys), err)
+	}
 	tn, err := s.Store.GetTenant(context.Background(), httpapitest.Tenant)
 	if err != nil || tn.MaxInFlight == 1 {
 		t.Fatalf("tenant after a member's PATCH = %+v, %v", tn, err)

@@ -14,7 +14,15 @@
 // logs bodies, query strings, headers, keys or error text.
 //
 // Routes under /v1/admin/ need a key with role admin: any other key is 403
-// forbidden there, whatever the path or method.
+// forbidden there, whatever the path or method. With Options.Admin set they
+// list tenants (GET /v1/admin/tenants) and change their limits (PATCH
+// /v1/admin/tenants/{id}), create keys (POST /v1/admin/keys: the key is
+// shown in that answer only), list them without secrets (GET
+// /v1/admin/keys?tenant=) and revoke them (POST
+// /v1/admin/keys/{id}/revoke: refused at once by this node, which drops
+// the key from its Authenticator's cache when it has one, and by other
+// nodes when their cache entry expires); with Options.Node too, GET
+// /v1/admin/stats reports pools, tenants and this node's schedulers.
 //
 // Serve the handler with NewServer (header, write and idle timeouts) on a
 // LimitListener (a cap on open connections):
@@ -22,7 +30,8 @@
 //	h := httpapi.New(svc, auth.NewAuthenticator(st), httpapi.Options{
 //		Logger:  logger,
 //		Metrics: svc.Metrics(),
-//		Tenants: st, // the admin API's tenant routes
+//		Admin:   st,  // the admin API: tenants, keys, stats
+//		Node:    svc, // this node's workers and schedulers in the stats
 //	})
 //	srv := httpapi.NewServer(h, nil)
 //	ln, _ := net.Listen("tcp", "127.0.0.1:8080")

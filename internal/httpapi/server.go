@@ -56,7 +56,9 @@ type Executor interface {
 }
 
 // Authenticator resolves an API key to its principal. *auth.Authenticator
-// satisfies it. An unknown or revoked key is auth.ErrUnauthenticated (or a
+// satisfies it; when it also has Forget(keyID) (a cache of resolved keys),
+// POST /v1/admin/keys/{id}/revoke calls it so that this node refuses the
+// key at once. An unknown or revoked key is auth.ErrUnauthenticated (or a
 // *dockettype.Error with CodeUnauthenticated); any other error means the
 // key store could not answer and is answered as 503 store_unavailable.
 type Authenticator interface {
@@ -97,8 +99,11 @@ type Options struct {
 	// queue applies its own bound after).
 	MaxTimeout time.Duration
 
-	// Tenants, when set, serves the admin API's tenant routes.
-	Tenants TenantStore
+	// Admin, when set, serves the admin API's tenant and key routes.
+	Admin AdminStore
+	// Node, when set with Admin, serves GET /v1/admin/stats with this
+	// node's workers and schedulers.
+	Node NodeStats
 	// DefaultTenantLimit is the in-flight limit of a tenant the admin API
 	// creates (0: unlimited).
 	DefaultTenantLimit int
@@ -108,7 +113,8 @@ type Options struct {
 type server struct {
 	exec         Executor
 	authn        Authenticator
-	tenants      TenantStore
+	adminStore   AdminStore
+	node         NodeStats
 	maxBody      int64
 	maxBatchBody int64 // bounds a batch body
 	bodyTimeout  time.Duration
@@ -160,7 +166,8 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 	s := &server{
 		exec:         exec,
 		authn:        authn,
-		tenants:      opts.Tenants,
+		adminStore:   opts.Admin,
+		node:         opts.Node,
 		maxBody:      opts.MaxBodyBytes,
 		maxBatchBody: opts.MaxBatchBodyBytes,
 		bodyTimeout:  opts.BodyTimeout,
@@ -185,9 +192,7 @@ func New(exec Executor, authn Authenticator, opts Options) http.Handler {
 		{http.MethodGet, "/readyz", s.readyz},
 		{http.MethodGet, "/metrics", promHandler.ServeHTTP},
 	}
-	if s.tenants != nil {
-		routes = append(routes, route{http.MethodPatch, "/v1/admin/tenants/{id}", s.admin(s.patchTenant)})
-	}
+	routes = append(routes, s.adminRoutes()...)
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
 	var paths []string

@@ -21,7 +21,7 @@ import (
 // exactly so (encoding/json alone would also accept "Workflow").
 var submitFields = map[string]bool{
 	"workflow": true, "input": true, "pool": true,
-	"timeout_ms": true, "priority": true, "max_attempts": true,
+	"timeout_ms": true, "priority": true, "max_attempts": true, "run_at": true,
 }
 
 // readBody reads the whole request body, bounded by the server's limit.
@@ -126,7 +126,7 @@ func decodeInt(name string, v json.RawMessage) (*int, error) {
 // submissionOf types the members of a submission object.
 func submissionOf(raw map[string]json.RawMessage, maxTimeout time.Duration) (*queue.SubmitRequest, error) {
 	req := &queue.SubmitRequest{Input: raw["input"]}
-	var pool string
+	var pool, runAt string
 	fields := []struct {
 		name string
 		dst  any
@@ -137,6 +137,7 @@ func submissionOf(raw map[string]json.RawMessage, maxTimeout time.Duration) (*qu
 		{"timeout_ms", &req.TimeoutMS, "an integer"},
 		{"priority", &req.Priority, "an integer"},
 		{"max_attempts", &req.MaxAttempts, "an integer"},
+		{"run_at", &runAt, "an RFC 3339 time"},
 	}
 	for _, f := range fields {
 		v, ok := raw[f.name]
@@ -154,6 +155,13 @@ func submissionOf(raw map[string]json.RawMessage, maxTimeout time.Duration) (*qu
 	// Duration first overflows for values past 2^63 ns and wraps around.
 	if maxMS := maxTimeout.Milliseconds(); req.TimeoutMS < 0 || req.TimeoutMS > maxMS {
 		return nil, invalidRequest(fmt.Sprintf("timeout_ms must be between 1 and %d (0 or absent: the default)", maxMS))
+	}
+	if _, ok := raw["run_at"]; ok {
+		t, err := time.Parse(time.RFC3339Nano, runAt)
+		if err != nil {
+			return nil, invalidRequest(`run_at must be an RFC 3339 time, e.g. "2026-12-01T09:00:00Z"`)
+		}
+		req.RunAt = t
 	}
 	req.Pool = dockettype.Pool(pool)
 	return req, nil

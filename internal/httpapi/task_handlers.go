@@ -223,14 +223,21 @@ func validCursor(c string) bool {
 // 404 at once, without asking the store.
 func taskID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
-	ok := id != "" && len(id) <= maxIDLen
-	for i := 0; ok && i < len(id); i++ {
-		ok = id[i] > 0x20 && id[i] < 0x7f
-	}
+	ok := plausibleID(id)
 	if !ok {
 		writeError(w, r, dockettype.NewError(dockettype.CodeNotFound, "task not found"))
 	}
 	return id, ok
+}
+
+// plausibleID reports whether id could name a task or a key: 1 to
+// maxIDLen visible ASCII characters.
+func plausibleID(id string) bool {
+	ok := id != "" && len(id) <= maxIDLen
+	for i := 0; ok && i < len(id); i++ {
+		ok = id[i] > 0x20 && id[i] < 0x7f
+	}
+	return ok
 }
 
 // queryParams parses the query string strictly: only the allowed

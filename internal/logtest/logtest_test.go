@@ -2,16 +2,19 @@ package logtest
 
 import "testing"
 
-func TestRepeatedKey(t *testing.T) {
-	for line, want := range map[string]string{
-		`{"msg":"x","component":"queue","component":"recovery"}`:        "component",
-		`{"msg":"x","component":"recovery","nested":{"component":"y"}}`: "",
-		`not json`: "",
-		``:         "",
+func TestDuplicateKey(t *testing.T) {
+	for _, tc := range []struct {
+		line, want string
+	}{
+		{`{"msg":"m","component":"queue","code":"internal"}`, ""},
+		{`{"msg":"m","component":"queue","component":"recovery"}`, "component"},
+		{`{"msg":"m","g":{"a":1,"a":2}}`, "a"},
+		{`{"msg":"m","list":[{"a":1},{"a":2}]}`, ""},
+		{`not json`, ""},
+		{``, ""},
 	} {
-		got, ok := repeatedKey(line)
-		if got != want || ok != (want != "") {
-			t.Errorf("repeatedKey(%s) = %q, %v; want %q", line, got, ok, want)
+		if got := duplicateKey(tc.line); got != tc.want {
+			t.Errorf("duplicateKey(%s) = %q, want %q", tc.line, got, tc.want)
 		}
 	}
 }

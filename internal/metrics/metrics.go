@@ -30,10 +30,17 @@ type Metrics struct {
 	SchedulerTick       *prometheus.HistogramVec // scheduler: tick duration
 	LeasesRecovered     *prometheus.CounterVec   // outcome (requeued|failed)
 	DeadlineTimeouts    *prometheus.CounterVec   // from (queued|running)
+	OutcomesDropped     *prometheus.CounterVec   // pool, reason (invalid|stopping): attempt outcomes never written
+	LeasesReleased      *prometheus.CounterVec   // pool: leases handed back at shutdown
+	WorkersAbandoned    *prometheus.CounterVec   // pool: workers still running when Stop gave up on them
 	HTTPRequests        *prometheus.CounterVec   // route, status
 	HTTPDuration        *prometheus.HistogramVec // route, class (2xx, 4xx, …)
 	HTTPLongPolls       prometheus.Gauge         // long polls (GET ?wait=) being held
 	HTTPConnections     prometheus.Gauge         // open client connections
+
+	// Schedulers records the ticks of this node's schedulers (admin stats,
+	// docket_scheduler_lag_seconds).
+	Schedulers *SchedulerRuns
 }
 
 // New creates the collectors on a fresh registry (with Go and process
@@ -74,11 +81,15 @@ func New() *Metrics {
 		SchedulerTick:       histogram("scheduler_tick_seconds", "Scheduler tick duration, by scheduler.", prometheus.ExponentialBuckets(0.0005, 2, 16), "scheduler"),
 		LeasesRecovered:     counter("leases_recovered_total", "Expired leases recovered, by outcome (requeued, failed).", "outcome"),
 		DeadlineTimeouts:    counter("deadline_timeouts_total", "Tasks timed out by the deadline scheduler, by prior state.", "from"),
+		OutcomesDropped:     counter("outcomes_dropped_total", "Attempt outcomes the completer gave up writing (the lease lapses and recovery runs the task again), by pool and reason (invalid, stopping).", "pool", "reason"),
+		LeasesReleased:      counter("leases_released_total", "Leases handed back to the queue at shutdown (attempt not charged), by pool.", "pool"),
+		WorkersAbandoned:    counter("workers_abandoned_total", "Workers that ignored cancellation past the shutdown bounds and were abandoned (their lease lapses), by pool.", "pool"),
 		HTTPRequests:        counter("http_requests_total", "HTTP requests by route and status code.", "route", "status"),
 		HTTPDuration: histogram("http_request_duration_seconds", "HTTP request duration, by route pattern and status class (2xx, 4xx, 5xx).",
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "route", "class"),
 		HTTPLongPolls:   gauge("http_long_polls", "Long polls (GET /v1/tasks/{id}?wait=) being held."),
 		HTTPConnections: gauge("http_open_connections", "Open client connections (bounded by --max-connections)."),
+		Schedulers:      newSchedulerRuns(),
 	}
 	return m
 }

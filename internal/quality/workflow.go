@@ -57,7 +57,8 @@ func evaluateWorkflow(p Provider) workflow.Func {
 		}
 		in, err := decodeInput(input)
 		if err != nil {
-			return nil, workflow.Fail(dockettype.CodeInvalidInput, false)
+			// The error says what is missing without quoting the input.
+			return nil, workflow.Fail(dockettype.CodeInvalidInput, err.Error(), false)
 		}
 
 		// The version pinned at admission, never the provider's current
@@ -65,8 +66,10 @@ func evaluateWorkflow(p Provider) workflow.Func {
 		version := b.ConfigVersion()
 		rs, err := p.Load(ctx, version)
 		switch {
-		case errors.Is(err, ErrUnknownVersion), errors.Is(err, ErrCorruptRuleSet):
-			return nil, workflow.Fail(dockettype.CodeWorkflowError, false)
+		case errors.Is(err, ErrUnknownVersion):
+			return nil, workflow.Fail(dockettype.CodeWorkflowError, "the rule set version pinned on the task is not published", false)
+		case errors.Is(err, ErrCorruptRuleSet):
+			return nil, workflow.Fail(dockettype.CodeWorkflowError, "the rule set version pinned on the task cannot be read", false)
 		case err != nil:
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return nil, ctxErr
@@ -109,28 +112,36 @@ func evaluateWorkflow(p Provider) workflow.Func {
 	}
 }
 
+// Why decodeInput refused an input: a task's error.message, so each names
+// what is wrong or missing and none quotes the input (not even a field
+// name it sent).
+var (
+	errInputNotObject    = errors.New(`input must be a JSON object: {"text": "…", "reference"?: "…"}`)
+	errInputUnknownField = errors.New(`input takes only "text" and "reference"`)
+	errInputNeedsText    = errors.New(`input needs a "text" string`)
+	errInputBadReference = errors.New(`input "reference" must be a string when given`)
+)
+
 // decodeInput reads the workflow input strictly: an object with a string
-// "text" and an optional string "reference", nothing else.
+// "text" and an optional string "reference", nothing else. Its errors are
+// the messages above.
 func decodeInput(data []byte) (Input, error) {
 	var in Input
 	f, err := objectFields(data)
 	if err != nil {
-		return in, err
+		return in, errInputNotObject
 	}
 	if err := f.only("text", "reference"); err != nil {
-		return in, err
+		return in, errInputUnknownField
 	}
 	text, ok, err := get[string](f, "text", "a string")
-	if err != nil {
-		return in, err
-	}
-	if !ok {
-		return in, errors.New("text: required")
+	if err != nil || !ok {
+		return in, errInputNeedsText
 	}
 	in.Text = text
 	ref, ok, err := get[string](f, "reference", "a string")
 	if err != nil {
-		return in, err
+		return in, errInputBadReference
 	}
 	if ok {
 		in.Reference = &ref

@@ -190,32 +190,45 @@ func TestWorkflowUsesPinnedVersion(t *testing.T) {
 	}
 }
 
+// Refused input fails at once with invalid_input, and the message names
+// what is wrong without quoting the input (not even a field name it sent).
 func TestWorkflowRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	run := workflowFixture(t)
-	inputs := []string{
-		``,
-		`not json`,
-		`null`,
-		`[]`,
-		`"text"`,
-		`{}`,
-		`{"text": null}`,
-		`{"text": 5}`,
-		`{"text": "hi", "reference": 5}`,
-		`{"text": "hi", "extra": true}`,
-		`{"Text": "hi"}`,
-		`{"text": "hi"} {"text": "again"}`,
+	const (
+		notObject = `input must be a JSON object: {"text": "…", "reference"?: "…"}`
+		onlyKnown = `input takes only "text" and "reference"`
+		needsText = `input needs a "text" string`
+		badRef    = `input "reference" must be a string when given`
+	)
+	tests := []struct{ input, want string }{
+		{``, notObject},
+		{`not json`, notObject},
+		{`null`, notObject},
+		{`[]`, notObject},
+		{`"text"`, notObject},
+		{`{}`, needsText},
+		{`{"text": null}`, needsText},
+		{`{"text": 5}`, needsText},
+		{`{"reference": "r"}`, needsText},
+		{`{"text": "hi", "reference": 5}`, badRef},
+		{`{"text": "hi", "extra_canary": true}`, onlyKnown},
+		{`{"Text": "hi"}`, onlyKnown},
+		{`{"text": "hi"} {"text": "again"}`, notObject},
 	}
-	for _, in := range inputs {
+	for _, tc := range tests {
 		sink := &fakeSink{}
-		_, err := run(context.Background(), bindingFor("v1", sink), json.RawMessage(in))
+		_, err := run(context.Background(), bindingFor("v1", sink), json.RawMessage(tc.input))
 		var f *dockettype.Failure
 		if !errors.As(err, &f) || f.Code != dockettype.CodeInvalidInput || f.Retryable {
-			t.Errorf("input %q: error = %v, want non-retryable %s failure", in, err, dockettype.CodeInvalidInput)
+			t.Errorf("input %q: error = %v, want non-retryable %s failure", tc.input, err, dockettype.CodeInvalidInput)
+			continue
+		}
+		if f.Message != tc.want {
+			t.Errorf("input %q: message = %q, want %q", tc.input, f.Message, tc.want)
 		}
 		if len(sink.calls) != 0 {
-			t.Errorf("input %q: evidence written for refused input", in)
+			t.Errorf("input %q: evidence written for refused input", tc.input)
 		}
 	}
 }

@@ -3,18 +3,26 @@ package queue
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/docket-dev/docket/internal/startstop"
 	"github.com/docket-dev/docket/internal/store"
 )
 
+// admitStore is the store call the admitter makes.
+type admitStore interface {
+	Admit(ctx context.Context, params *store.AdmitParams) ([]store.AdmitResult, error)
+}
+
 // admitter group-commits concurrent submissions: it takes whatever requests
 // are waiting (up to AdmitBatch) and admits them in one store transaction.
 // A lone request is admitted at once; under load one commit serves many.
 type admitter struct {
-	svc  *Service
-	in   chan *admitRequest
-	loop startstop.Loop
+	baseService
+	store        admitStore
+	queryTimeout time.Duration
+	in           chan *admitRequest
+	loop         startstop.Loop
 }
 
 type admitRequest struct {
@@ -30,8 +38,8 @@ type admitResponse struct {
 
 var errNotRunning = errors.New("queue: service is not running")
 
-func newAdmitter(s *Service) *admitter {
-	return &admitter{svc: s, in: make(chan *admitRequest, s.cfg.AdmitBatch)}
+func newAdmitter(base baseService, st admitStore, batch int, queryTimeout time.Duration) *admitter {
+	return &admitter{baseService: base, store: st, queryTimeout: queryTimeout, in: make(chan *admitRequest, batch)}
 }
 
 func (a *admitter) Start(ctx context.Context) error { return a.loop.Start(ctx, a.run) }
@@ -59,7 +67,9 @@ func (a *admitter) admit(ctx context.Context, item *store.AdmitItem) (store.Admi
 }
 
 func (a *admitter) direct(ctx context.Context, item *store.AdmitItem) (store.AdmitResult, error) {
-	res, err := a.svc.store.Admit(ctx, &store.AdmitParams{Now: a.svc.clock.Now(), Items: []*store.AdmitItem{item}})
+	qctx, cancel := context.WithTimeout(ctx, a.queryTimeout)
+	defer cancel()
+	res, err := a.store.Admit(qctx, &store.AdmitParams{Now: a.clock.Now(), Items: []*store.AdmitItem{item}})
 	if err != nil {
 		return store.AdmitResult{}, err
 	}
@@ -67,7 +77,7 @@ func (a *admitter) direct(ctx context.Context, item *store.AdmitItem) (store.Adm
 }
 
 func (a *admitter) run(ctx context.Context) {
-	batch := make([]*admitRequest, 0, a.svc.cfg.AdmitBatch)
+	batch := make([]*admitRequest, 0, cap(a.in))
 	for {
 		batch = batch[:0]
 		select {
@@ -104,9 +114,9 @@ func (a *admitter) commit(batch []*admitRequest) {
 	if len(items) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.svc.cfg.QueryTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), a.queryTimeout)
 	defer cancel()
-	res, err := a.svc.store.Admit(ctx, &store.AdmitParams{Now: a.svc.clock.Now(), Items: items})
+	res, err := a.store.Admit(ctx, &store.AdmitParams{Now: a.clock.Now(), Items: items})
 	for i, r := range live {
 		if err != nil {
 			r.done <- admitResponse{err: err}

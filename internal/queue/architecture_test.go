@@ -3,6 +3,7 @@ package queue
 import (
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -14,9 +15,9 @@ func TestArchitectureQueueImportsNoQualityCode(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not on PATH")
 	}
+	t.Parallel()
 	const module = "github.com/docket-dev/docket/"
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}",
-		module+"internal/queue", module+"internal/store/...").CombinedOutput()
+	out, err := goListDeps(module+"internal/queue", module+"internal/store/...")
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
@@ -39,8 +40,33 @@ func TestArchitectureQueueImportsNoQualityCode(t *testing.T) {
 		}
 	}
 	// The check can fail: the runtime adapter does import workflow code.
-	out, err = exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"internal/runtime").CombinedOutput()
+	out, err = goListDeps(module + "internal/runtime")
 	if err != nil || !strings.Contains(string(out), module+"workflow\n") {
 		t.Fatalf("sanity check: internal/runtime should depend on workflow (%v)", err)
 	}
 }
+
+// goListDeps runs go list -deps once per set of packages for the test
+// binary (the answer cannot change while it runs; -count=N need not pay
+// for N builds of the import graph).
+func goListDeps(pkgs ...string) ([]byte, error) {
+	key := strings.Join(pkgs, " ")
+	depsMu.Lock()
+	defer depsMu.Unlock()
+	if r, ok := depsCache[key]; ok {
+		return r.out, r.err
+	}
+	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, pkgs...)...).CombinedOutput()
+	depsCache[key] = depsResult{out, err}
+	return out, err
+}
+
+type depsResult struct {
+	out []byte
+	err error
+}
+
+var (
+	depsMu    sync.Mutex
+	depsCache = map[string]depsResult{}
+)

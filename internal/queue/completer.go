@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -10,37 +12,121 @@ import (
 	"github.com/docket-dev/docket/internal/store"
 )
 
-// completer writes attempt outcomes in batches: it takes whatever outcomes
-// are waiting (up to FinishBatch) and applies them, each fenced by its
-// lease, in one transaction. When the store is down it retries with backoff;
-// meanwhile the tasks stay running and, if the outage outlasts their leases,
-// recovery re-queues them, so nothing is lost.
+// finisher is the store call a completer makes.
+type finisher interface {
+	Finish(ctx context.Context, params *store.FinishParams) ([]store.FinishResult, error)
+}
+
+// completer writes one pool's attempt outcomes in batches: it takes
+// whatever outcomes are waiting (up to FinishBatch) and applies them, each
+// fenced by its lease, in one transaction. Each pool has its own completer
+// and store fork, so a flood of offline outcomes cannot delay online ones.
+//
+// A worker's lease stays in the heartbeat registry until its outcome is
+// written, so a write that lags (the store is slow or down) never lets the
+// lease lapse and recovery run a finished task again. A transient store
+// error (store.ErrUnavailable) is retried with backoff; a permanent one
+// isolates the bad item by splitting the batch, so one outcome that can
+// never be written stalls no other: that one is dropped, its lease lapses,
+// and recovery runs the task again (failing it with lease_lost once its
+// attempts are spent).
 type completer struct {
-	svc  *Service
-	in   chan *finishRequest
-	loop startstop.Loop
+	baseService
+	pool    dockettype.Pool
+	store   finisher
+	leases  *leaseRegistry
+	waiters *waiters
+	metrics *metrics.Metrics
+	// draining fires when the service begins to stop: from then on a
+	// failed write is tried once and dropped, so that shutdown never waits
+	// on a store that is down.
+	draining     *drainSignal
+	batch        int
+	queryTimeout time.Duration
+
+	retrying *testSignal[dockettype.Pool]
+	written  *testSignal[outcome]
+
+	in      chan *finishRequest
+	stopped *signal // fired when Stop begins: late outcomes are dropped
+	loop    startstop.Loop
 }
 
 type finishRequest struct {
 	item     store.FinishItem
-	pool     dockettype.Pool
 	workflow string
 	traceID  string
+	tenant   string
 }
 
-func newCompleter(s *Service) *completer {
-	return &completer{svc: s, in: make(chan *finishRequest, 4*s.cfg.FinishBatch)}
+// outcome is what a completer did with one finish request (tests wait on it).
+type outcome struct {
+	TaskID string
+	Kind   store.FinishKind
+	Status outcomeStatus
+	State  dockettype.State // after the write, when written
+}
+
+type outcomeStatus int
+
+const (
+	outcomeApplied outcomeStatus = iota + 1 // written
+	outcomeFenced                           // refused: the lease was no longer current
+	outcomeDropped                          // never written (permanent error, or the service stopped)
+)
+
+// completerConfig sizes a completer.
+type completerConfig struct {
+	Batch        int
+	QueryTimeout time.Duration
+}
+
+func newCompleter(base baseService, pool dockettype.Pool, st finisher, leases *leaseRegistry, w *waiters,
+	m *metrics.Metrics, draining *drainSignal, cfg completerConfig, sig *testSignals) *completer {
+	return &completer{
+		baseService:  base,
+		pool:         pool,
+		store:        st,
+		leases:       leases,
+		waiters:      w,
+		metrics:      m,
+		draining:     draining,
+		batch:        cfg.Batch,
+		queryTimeout: cfg.QueryTimeout,
+		retrying:     &sig.retrying,
+		written:      &sig.outcome,
+		in:           make(chan *finishRequest, 4*cfg.Batch),
+		stopped:      newSignal(),
+	}
 }
 
 func (c *completer) Start(ctx context.Context) error { return c.loop.Start(ctx, c.run) }
-func (c *completer) Stop()                           { c.loop.Stop() }
 
-// enqueue hands an outcome over. It blocks only when FinishBatch×4 outcomes
-// are already waiting (back-pressure on the workers).
-func (c *completer) enqueue(r *finishRequest) { c.in <- r }
+func (c *completer) Stop() {
+	c.stopped.fire()
+	c.loop.Stop()
+}
+
+// enqueue hands an outcome over. It blocks only while FinishBatch×4
+// outcomes are already waiting (back-pressure on this pool's workers). Once
+// the completer stops it drops the outcome and reports false: the lease
+// lapses and recovery runs the task again.
+func (c *completer) enqueue(r *finishRequest) bool {
+	select {
+	case <-c.stopped.done():
+		return false
+	default:
+	}
+	select {
+	case c.in <- r:
+		return true
+	case <-c.stopped.done():
+		return false
+	}
+}
 
 func (c *completer) run(ctx context.Context) {
-	batch := make([]*finishRequest, 0, c.svc.cfg.FinishBatch)
+	batch := make([]*finishRequest, 0, c.batch)
 	for {
 		batch = batch[:0]
 		select {
@@ -67,68 +153,133 @@ func (c *completer) fill(batch []*finishRequest) []*finishRequest {
 	return batch
 }
 
-// drain flushes what is left at shutdown, with one bounded attempt.
+// drain writes what is left at shutdown, one attempt per batch.
 func (c *completer) drain() {
-	batch := c.fill(make([]*finishRequest, 0, c.svc.cfg.FinishBatch))
-	for len(batch) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), c.svc.cfg.QueryTimeout)
-		c.apply(ctx, batch)
-		cancel()
-		batch = c.fill(batch[:0])
+	ctx := context.Background()
+	for batch := c.fill(make([]*finishRequest, 0, c.batch)); len(batch) > 0; batch = c.fill(batch[:0]) {
+		c.dropAll(ctx, c.apply(ctx, batch))
 	}
 }
 
-// flush applies a batch, retrying store failures with capped exponential
-// backoff until it succeeds or the service begins to stop. Once stopping it
-// tries once per batch and moves on, so that workers handing over outcomes
-// never wait on a store that is down: the outcomes it could not write are
-// dropped, their leases lapse, and recovery runs those tasks again.
+// flush writes a batch, retrying transient failures with capped
+// exponential backoff (on the clock) until every item is written or
+// dropped, or the service begins to stop. Once stopping it tries once and
+// drops what it could not write, so that workers handing over outcomes
+// never wait on a store that is down.
 func (c *completer) flush(ctx context.Context, batch []*finishRequest) {
 	delay := 50 * time.Millisecond
-	for {
-		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.svc.cfg.QueryTimeout)
-		ok := c.apply(qctx, batch)
-		cancel()
-		if ok {
+	for pending := batch; ; {
+		pending = c.apply(ctx, pending)
+		if len(pending) == 0 {
 			return
 		}
+		timer := c.clock.NewTimer(delay)
+		c.retrying.signal(c.pool)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
+			c.dropAll(ctx, pending)
 			return
-		case <-c.svc.drainingC():
+		case <-c.draining.done():
+			timer.Stop()
+			c.dropAll(ctx, pending)
 			return
-		case <-c.svc.clock.After(delay):
+		case <-timer.Chan():
 		}
 		delay = min(2*delay, 5*time.Second)
 	}
 }
 
-func (c *completer) apply(ctx context.Context, batch []*finishRequest) bool {
-	s := c.svc
-	items := make([]store.FinishItem, len(batch))
-	for i, r := range batch {
-		items[i] = r.item
+// apply writes items and returns those that failed transiently (to retry).
+// A permanent failure of a batch splits it in halves, recursively, so the
+// items that can be written are, and an item that fails alone is dropped.
+func (c *completer) apply(ctx context.Context, items []*finishRequest) (retry []*finishRequest) {
+	err := c.write(ctx, items)
+	switch {
+	case err == nil:
+		return nil
+	case isTransient(err):
+		c.metrics.StoreErrors.WithLabelValues("finish").Inc()
+		c.log.WarnContext(ctx, "finish failed; will retry", "code", dockettype.CodeStoreUnavailable, "batch", len(items))
+		return items
+	case len(items) == 1:
+		c.metrics.StoreErrors.WithLabelValues("finish").Inc()
+		c.log.ErrorContext(ctx, "finish refused an outcome; dropped, its lease will lapse", "code", dockettype.CodeInternal,
+			"task_id", items[0].item.TaskID, "trace_id", items[0].traceID)
+		c.drop(items[0], "invalid")
+		return nil
+	default:
+		c.metrics.StoreErrors.WithLabelValues("finish").Inc()
+		c.log.WarnContext(ctx, "finish refused a batch; splitting it", "code", dockettype.CodeInternal, "batch", len(items))
+		half := len(items) / 2
+		left := c.apply(ctx, items[:half])
+		right := c.apply(ctx, items[half:])
+		return append(slices.Clip(left), right...) // a new array: left aliases items
+
 	}
-	res, err := s.store.Finish(ctx, &store.FinishParams{Now: s.clock.Now(), Items: items})
+}
+
+// write applies items in one store call and, when it answers, settles each:
+// its lease leaves the heartbeat registry only now that the outcome is
+// durable (or fenced out).
+func (c *completer) write(ctx context.Context, items []*finishRequest) error {
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.queryTimeout)
+	defer cancel()
+	params := &store.FinishParams{Now: c.clock.Now(), Items: make([]store.FinishItem, len(items))}
+	for i, r := range items {
+		params.Items[i] = r.item
+	}
+	res, err := c.store.Finish(qctx, params)
 	if err != nil {
-		s.metrics.StoreErrors.WithLabelValues("finish").Inc()
-		s.log.WarnContext(ctx, "finish failed", "code", dockettype.CodeStoreUnavailable, "batch", len(batch))
-		return false
+		return err
 	}
-	for i, r := range batch {
+	for i, r := range items {
+		c.leases.remove(r.item.Lease)
 		if !res[i].Applied {
-			s.metrics.FencingRejections.WithLabelValues("finish").Inc()
-			s.log.InfoContext(ctx, "late result fenced", "code", dockettype.CodeStaleLease,
+			c.metrics.FencingRejections.WithLabelValues("finish").Inc()
+			c.log.InfoContext(ctx, "late result fenced", "code", dockettype.CodeStaleLease,
 				"task_id", r.item.TaskID, "trace_id", r.traceID)
+			c.written.signal(outcome{TaskID: r.item.TaskID, Kind: r.item.Kind, Status: outcomeFenced, State: res[i].State})
 			continue
 		}
 		switch r.item.Kind {
 		case store.FinishRetry:
-			s.metrics.Retries.WithLabelValues(string(r.pool), metrics.CodeLabel(r.item.Code)).Inc()
+			c.metrics.Retries.WithLabelValues(string(c.pool), metrics.CodeLabel(r.item.Code)).Inc()
+		case store.FinishRelease:
+			c.metrics.LeasesReleased.WithLabelValues(string(c.pool)).Inc()
 		default:
-			s.metrics.TerminalOutcomes.WithLabelValues(string(r.pool), string(res[i].State)).Inc()
-			s.waiters.notify(r.item.TaskID)
+			c.metrics.TerminalOutcomes.WithLabelValues(string(c.pool), string(res[i].State)).Inc()
+			c.logFailed(ctx, r, res[i].State)
+			c.waiters.notify(r.item.TaskID)
 		}
+		c.written.signal(outcome{TaskID: r.item.TaskID, Kind: r.item.Kind, Status: outcomeApplied, State: res[i].State})
 	}
-	return true
+	return nil
+}
+
+// dropAll gives up on outcomes the service could not write before it
+// stopped.
+func (c *completer) dropAll(ctx context.Context, items []*finishRequest) {
+	if len(items) == 0 {
+		return
+	}
+	c.log.WarnContext(ctx, "outcomes not written at shutdown; their leases will lapse", "code", dockettype.CodeStoreUnavailable, "count", len(items))
+	for _, r := range items {
+		c.drop(r, "stopping")
+	}
+}
+
+// drop gives up on an outcome: its lease leaves the heartbeat registry so
+// that it lapses and recovery runs the task again.
+func (c *completer) drop(r *finishRequest, reason string) {
+	c.leases.remove(r.item.Lease)
+	c.metrics.OutcomesDropped.WithLabelValues(string(c.pool), reason).Inc()
+	c.written.signal(outcome{TaskID: r.item.TaskID, Kind: r.item.Kind, Status: outcomeDropped})
+}
+
+// isTransient reports whether a store error may go away by itself (the
+// database is down, busy or slow). Anything else is a refusal that
+// retrying cannot fix.
+func isTransient(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -35,19 +35,23 @@ type Config struct {
 
 	DefaultTimeout     time.Duration // deadline of tasks that name none; default 10m
 	MaxTimeout         time.Duration // largest timeout a submission may ask; default 24h
+	MaxScheduleAhead   time.Duration // how far ahead run_at may be; default 30 days
 	DefaultMaxAttempts int           // default 3
 	MaxAttemptsLimit   int           // largest max_attempts a submission may ask; default 25
 
-	ClaimBatch     int           // most tasks one claim takes; default 64
+	ClaimBatch     int           // most tasks one claim takes (claims are also sized by free workers); default 1000
 	AdmitBatch     int           // most submissions one admission transaction takes; default 128
-	FinishBatch    int           // most outcomes one finish transaction takes; default 256
+	FinishBatch    int           // most outcomes one finish transaction takes; default 1000
 	ScanBatch      int           // rows per recovery/deadline batch; default 500
+	ScanBatches    int           // most recovery/deadline batches per tick; default 20
+	ScanPause      time.Duration // pause between two batches of one tick; default 50ms
 	HeartbeatBatch int           // leases per heartbeat statement batch; default 1000
 	QueryTimeout   time.Duration // per store call in schedulers and pools; default 10s
 
 	RetryBackoffBase time.Duration // first retry delay; default 1s
 	RetryBackoffMax  time.Duration // default 5m
 	ShutdownGrace    time.Duration // how long Stop lets running tasks finish; default 10s
+	ShutdownAbandon  time.Duration // how long Stop then waits for cancelled tasks before abandoning them; default 5s
 	RetryAfter       time.Duration // Retry-After on 429 answers; default 1s
 
 	Clock   clockwork.Clock  // default real clock
@@ -78,6 +82,7 @@ func (c *Config) setDefaults() error {
 	def(&c.Online, 32*cpus)
 	def(&c.Offline, 8*cpus)
 	setDur(&c.LeaseTTL, 30*time.Second)
+	setDur(&c.MaxScheduleAhead, 30*24*time.Hour)
 	setDur(&c.HeartbeatInterval, c.LeaseTTL/3)
 	setDur(&c.RecoveryInterval, 5*time.Second)
 	setDur(&c.DeadlineInterval, time.Second)
@@ -86,15 +91,18 @@ func (c *Config) setDefaults() error {
 	setDur(&c.MaxTimeout, 24*time.Hour)
 	setInt(&c.DefaultMaxAttempts, 3)
 	setInt(&c.MaxAttemptsLimit, 25)
-	setInt(&c.ClaimBatch, 64)
+	setInt(&c.ClaimBatch, 1000)
 	setInt(&c.AdmitBatch, 128)
-	setInt(&c.FinishBatch, 256)
+	setInt(&c.FinishBatch, 1000)
 	setInt(&c.ScanBatch, 500)
+	setInt(&c.ScanBatches, 20)
+	setDur(&c.ScanPause, 50*time.Millisecond)
 	setInt(&c.HeartbeatBatch, 1000)
 	setDur(&c.QueryTimeout, 10*time.Second)
 	setDur(&c.RetryBackoffBase, time.Second)
 	setDur(&c.RetryBackoffMax, 5*time.Minute)
 	setDur(&c.ShutdownGrace, 10*time.Second)
+	setDur(&c.ShutdownAbandon, 5*time.Second)
 	setDur(&c.RetryAfter, time.Second)
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()

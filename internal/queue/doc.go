@@ -4,8 +4,17 @@
 // worker's lease, and runs lease recovery, heartbeats and deadline
 // enforcement on three independent schedulers.
 //
-// The core depends on two interfaces only: store.Store for persistence and
+// The core depends on two interfaces only: Store for persistence and
 // Runtime for execution. It imports no workflow or quality code (R9).
+//
+// One file per component, each a small struct given its few dependencies by
+// its constructor (a baseService with its logger and clock, the store calls
+// it makes as a consumer-side interface, and its collaborators), never the
+// Service: admitter.go, pool.go (claim loop), worker.go (one attempt),
+// completer.go (one pool's outcome writes), and one file per scheduler on
+// the shared loop in scheduler.go. A new scheduler is a copy of
+// deadline_scheduler.go with its own store interface and tick, wired in
+// Service.build. Constructors start no goroutines; Start does.
 //
 //	svc, err := queue.New(st, rt, queue.Config{})
 //	if err != nil { … }

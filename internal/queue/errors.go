@@ -10,7 +10,7 @@ import (
 
 // Causes given to a worker's context when Docket stops it. A workflow that
 // returns because of one of them has not failed: the task's state was
-// already decided elsewhere (or, for errShutdown, will be by recovery).
+// already decided elsewhere (or, for errShutdown, its lease is handed back).
 var (
 	errCancelled = errors.New("task cancelled")
 	errTimedOut  = errors.New("task deadline passed")
@@ -38,4 +38,14 @@ func (s *Service) storeFailure(ctx context.Context, op string, err error) error 
 	// client cannot tell them apart and should retry either way.
 	s.log.WarnContext(ctx, "store operation failed", "code", dockettype.CodeStoreUnavailable, "op", op)
 	return dockettype.NewError(dockettype.CodeStoreUnavailable, "the task store is unavailable; nothing was changed, retry later")
+}
+
+// storeErrorCode is the code a component logs for a failed store call: an
+// outage is store_unavailable; anything else is a refusal that retrying
+// cannot fix, internal (a bug must not look like an outage).
+func storeErrorCode(err error) dockettype.Code {
+	if isTransient(err) {
+		return dockettype.CodeStoreUnavailable
+	}
+	return dockettype.CodeInternal
 }

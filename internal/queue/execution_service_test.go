@@ -25,6 +25,7 @@ func errorCode(t *testing.T, err error) dockettype.Code {
 }
 
 func TestExecutionServiceConcurrentIdempotency(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t).start()
 	const n = 64
 	req := func(input string) *SubmitRequest {
@@ -90,6 +91,7 @@ func TestExecutionServiceConcurrentIdempotency(t *testing.T) {
 }
 
 func TestExecutionServiceBoundedGlobalAdmission(t *testing.T) {
+	t.Parallel()
 	const capacity = 8
 	h := newHarness(t, func(h *harness, c *Config) {
 		c.Online = PoolConfig{Workers: 2 * capacity, Capacity: capacity}
@@ -133,12 +135,24 @@ func TestExecutionServiceBoundedGlobalAdmission(t *testing.T) {
 	if len(admitted) != capacity || full != 3*capacity {
 		t.Fatalf("admitted %d and refused %d, want %d and %d", len(admitted), full, capacity, 3*capacity)
 	}
-	usage, err := getUsage(context.Background(), h.store)
-	if err != nil {
-		t.Fatal(err)
+	// Every admitted task is live, and the pool takes no more.
+	live := 0
+	for i := range 3 {
+		list, err := h.svc.List(context.Background(), principal(fmt.Sprintf("t%d", i), "p"), &ListRequest{Pool: dockettype.PoolOnline, Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range list.Tasks {
+			if !task.State.Terminal() {
+				live++
+			}
+		}
 	}
-	if usage.Pools[dockettype.PoolOnline] != capacity {
-		t.Fatalf("online reservations = %d, want %d", usage.Pools[dockettype.PoolOnline], capacity)
+	if live != capacity {
+		t.Fatalf("%d live online tasks, want %d", live, capacity)
+	}
+	if _, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: "one-more", Workflow: "test.hold"}); errorCode(t, err) != dockettype.CodeQueueFull {
+		t.Fatalf("submit to the full pool: %v, want queue_full", err)
 	}
 	// Offline capacity is separate.
 	if _, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: "off", Workflow: "test.hold", Pool: dockettype.PoolOffline}); err != nil {
@@ -156,6 +170,7 @@ func TestExecutionServiceBoundedGlobalAdmission(t *testing.T) {
 }
 
 func TestExecutionServiceTenantLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(h *harness, c *Config) { c.Online.Workers = -1 }).start() // no workers: tasks stay queued
 	limit := 2
 	if _, err := h.store.UpdateTenant(context.Background(), &store.UpdateTenantParams{Now: baseTime, Tenant: "acme", MaxInFlight: &limit}); err != nil {
@@ -177,6 +192,7 @@ func TestExecutionServiceTenantLimit(t *testing.T) {
 }
 
 func TestExecutionServiceServerOwnedAuthor(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t).start()
 	task := h.submit(alice, "k", "test.echo", `{"author": "mallory", "tenant": "globex"}`)
 	if task.Author != "alice" || task.Tenant != "acme" {
@@ -200,9 +216,12 @@ func TestExecutionServiceServerOwnedAuthor(t *testing.T) {
 }
 
 func TestExecutionServiceCancel(t *testing.T) {
+	t.Parallel()
 	started := make(chan string, 1)
 	late := make(chan struct{})
 	h := newHarness(t)
+	outcomes := h.watchOutcomes()
+	workers := h.watchWorkers()
 	// A workflow that ignores cancellation and returns a result anyway.
 	h.rt.register("test.stubborn", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		started <- inv.Task.ID
@@ -242,9 +261,10 @@ func TestExecutionServiceCancel(t *testing.T) {
 		}
 		before := metric(h.svc.metrics.FencingRejections, "finish")
 		close(late) // the worker now returns its result, too late
-		eventually(t, "the late result to be fenced", func() bool {
-			return metric(h.svc.metrics.FencingRejections, "finish") == before+1
-		})
+		awaitOutcome(t, outcomes, task.ID, outcomeFenced)
+		if n := metric(h.svc.metrics.FencingRejections, "finish"); n != before+1 {
+			t.Fatalf("finish fencing rejections = %v, want %v", n, before+1)
+		}
 		final := h.get(alice, task.ID)
 		if final.State != dockettype.StateCancelled || final.Result != nil {
 			t.Fatalf("after late result: state %s result %s, want cancelled without result", final.State, final.Result)
@@ -258,7 +278,10 @@ func TestExecutionServiceCancel(t *testing.T) {
 		if _, err := h.svc.Cancel(context.Background(), alice, task.ID); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the worker slot to be released", func() bool { return h.svc.leases.len() == 0 })
+		awaitValue(t, "the worker to return", workers, task.ID)
+		if n := h.svc.leases.len(); n != 0 {
+			t.Fatalf("%d leases held after the cancelled worker returned, want 0", n)
+		}
 		if got := metric(h.svc.metrics.WorkerErrors, "test.polite", "workflow_error"); got != 0 {
 			t.Fatalf("cancellation counted as %v worker errors, want 0", got)
 		}
@@ -269,6 +292,7 @@ func TestExecutionServiceCancel(t *testing.T) {
 // TestExecutionServiceFencing: a result under an old epoch, after the task
 // was recovered and claimed again, is refused and the newer outcome stands.
 func TestExecutionServiceFencing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(h *harness, c *Config) { c.Online.Workers = -1 }).start()
 	task := h.submit(alice, "f", "test.echo", `1`)
 	ctx := context.Background()
@@ -282,7 +306,7 @@ func TestExecutionServiceFencing(t *testing.T) {
 	first := claim()
 	// The first worker stalls past its lease; recovery re-queues the task.
 	h.clock.Advance(h.svc.cfg.LeaseTTL + time.Second)
-	if err := h.svc.recovery.tick(ctx); err != nil {
+	if err := h.svc.run.recovery.tick(ctx); err != nil {
 		t.Fatal(err)
 	}
 	second := claim()
@@ -330,6 +354,7 @@ func assertOneTerminalEvent(t *testing.T, svc *Service, p dockettype.Principal, 
 // is no longer current (the task was cancelled) is refused and counted, and
 // nothing is stored.
 func TestExecutionServiceEvidenceIsFenced(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	wrote := make(chan struct{})
 	proceed := make(chan struct{})
@@ -367,9 +392,10 @@ func TestExecutionServiceEvidenceIsFenced(t *testing.T) {
 // TestServiceStartStopConcurrently starts and stops the service from many
 // goroutines at once; it must neither race nor leak (goleak in TestMain).
 func TestServiceStartStopConcurrently(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	var wg sync.WaitGroup
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 10; i++ {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -393,7 +419,10 @@ func TestServiceStartStopConcurrently(t *testing.T) {
 // TestExecutionServiceDrainEndsLongPolls: a long poll answers at once, with
 // the task as it is, when the service begins to drain for shutdown.
 func TestExecutionServiceDrainEndsLongPolls(t *testing.T) {
-	h := newHarness(t, func(h *harness, c *Config) { c.Online.Workers = -1 }).start()
+	t.Parallel()
+	h := newHarness(t, func(h *harness, c *Config) { c.Online.Workers = -1 })
+	h.svc.signals.waiting.init()
+	h.start()
 	task := h.submit(alice, "k", "test.echo", `1`)
 	got := make(chan *dockettype.Task, 1)
 	go func() {
@@ -403,18 +432,9 @@ func TestExecutionServiceDrainEndsLongPolls(t *testing.T) {
 		}
 		got <- task
 	}()
-	eventually(t, "the long poll to subscribe", func() bool {
-		h.svc.waiters.mu.Lock()
-		defer h.svc.waiters.mu.Unlock()
-		return len(h.svc.waiters.m) == 1
-	})
+	awaitValue(t, "the long poll to wait", h.svc.signals.waiting.ch, task.ID)
 	h.svc.Drain()
-	select {
-	case task := <-got:
-		if task == nil || task.State != dockettype.StateQueued {
-			t.Fatalf("long poll answered %+v, want the queued task", task)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("long poll still waiting after Drain")
+	if task := await(t, "the long poll's answer after Drain", got); task == nil || task.State != dockettype.StateQueued {
+		t.Fatalf("long poll answered %+v, want the queued task", task)
 	}
 }

@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/logtest"
+	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/engine"
 	"github.com/docket-dev/docket/internal/store/faultstore"
@@ -21,6 +24,10 @@ import (
 )
 
 var baseTime = time.Date(2026, 10, 12, 9, 0, 0, 0, time.UTC)
+
+// signalTimeout bounds every wait on a signal: a test that waits this long
+// has failed (it is not a pause; a passing test never reaches it).
+const signalTimeout = 30 * time.Second
 
 // testRuntime is a Runtime whose workflows are test functions.
 type testRuntime struct {
@@ -86,6 +93,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
 	h := &harness{t: t, rt: newTestRuntime(), clock: clockwork.NewFakeClockAt(baseTime)}
 	h.path = filepath.Join(t.TempDir(), "docket.db")
+	copyFile(t, migratedDB(t), h.path)
 	var err error
 	h.store, err = sqlite.Open(context.Background(), h.path, sqlite.Options{Synchronous: "normal"})
 	if err != nil {
@@ -95,6 +103,11 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	h.st = h.store
 	logger, logs := logtest.New(t)
 	h.logs = logs
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(h.logs.String())
+		}
+	})
 	cfg := Config{
 		NodeID:  "node-a",
 		Online:  PoolConfig{Workers: 4, Capacity: 1000},
@@ -115,11 +128,73 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	for _, o := range opts {
 		o(h, &cfg)
 	}
-	h.svc, err = New(h.st, h.rt, cfg)
+	h.svc = newTestService(t, h.st, h.rt, cfg)
+	return h
+}
+
+// template is an empty database migrated once per test binary: each
+// harness starts from a copy, so that tests do not each pay for the
+// migrations (which, under -race, cost more than most tests).
+var template struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// templateDir holds the template; TestMain removes it.
+var templateDir string
+
+func migratedDB(t *testing.T) string {
+	t.Helper()
+	template.once.Do(func() {
+		template.path = filepath.Join(templateDir, "template.db")
+		st, err := sqlite.Open(context.Background(), template.path, sqlite.Options{Synchronous: "normal"})
+		if err != nil {
+			template.err = err
+			return
+		}
+		template.err = st.Close()
+	})
+	if template.err != nil {
+		t.Fatalf("migrate the template database: %v", template.err)
+	}
+	return template.path
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err == nil {
+		err = os.WriteFile(to, b, 0o600)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+}
+
+// newTestService builds a Service whose Stop the harness can drive: its
+// shutdown timers signal when armed.
+func newTestService(t *testing.T, st Store, rt Runtime, cfg Config) *Service {
+	t.Helper()
+	svc, err := New(st, rt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.signals.grace.init()
+	svc.signals.abandon.init()
+	return svc
+}
+
+// node is a second Service (another node) on the harness's database.
+func (h *harness) node(st *engine.Store, mutate func(*Config)) *harness {
+	h.t.Helper()
+	cfg := h.svc.cfg
+	cfg.NodeID = "node-b"
+	cfg.Metrics = metrics.New()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return &harness{t: h.t, store: st, st: st, rt: h.rt, clock: h.clock, logs: h.logs, svc: newTestService(h.t, st, h.rt, cfg)}
 }
 
 func (h *harness) start() *harness {
@@ -150,8 +225,12 @@ func (h *harness) gate() *gate {
 
 func (g *gate) open() { g.once.Do(func() { close(g.C) }) }
 
-// stop stops the service, advancing the fake clock through the shutdown
-// grace period so that tasks still running are cancelled.
+// stop stops the service. Each pool's Stop signals when it arms its grace
+// timer, and stop then advances the fake clock through the grace period,
+// so tasks still running are cancelled and hand their leases back. The
+// abandon timer is left alone (a worker that honours its context returns
+// before it matters); should a worker ignore its context, stop fails the
+// test and advances that timer too.
 func (h *harness) stop() {
 	for _, g := range h.gates {
 		g.open()
@@ -161,12 +240,29 @@ func (h *harness) stop() {
 		h.svc.Stop()
 		close(done)
 	}()
+	bound := time.NewTimer(signalTimeout)
+	defer bound.Stop()
 	for {
 		select {
 		case <-done:
+			drainSignals(h.svc.signals.grace.ch)
+			drainSignals(h.svc.signals.abandon.ch)
 			return
-		case <-time.After(5 * time.Millisecond):
-			h.clock.Advance(h.svc.cfg.ShutdownGrace)
+		case timer := <-h.svc.signals.grace.ch:
+			h.clock.Advance(timer.D)
+		case <-bound.C:
+			h.t.Errorf("Stop did not return within %s: a worker ignores its context", signalTimeout)
+			h.clock.Advance(h.svc.cfg.ShutdownAbandon)
+		}
+	}
+}
+
+func drainSignals[T any](ch chan T) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
 		}
 	}
 }
@@ -179,28 +275,130 @@ func withFaults(fs **faultstore.Store) harnessOption {
 	}
 }
 
+// finishHook decides a Finish call before it reaches the store: fork is the
+// name of the store fork the call came through ("pool-online", …); a
+// non-nil error fails the call and writes nothing.
+type finishHook func(ctx context.Context, fork string, items []store.FinishItem) error
+
+// evidenceHook decides an AppendEvidence call like a finishHook.
+type evidenceHook func(ctx context.Context, lease store.Lease) error
+
+// hookedStore wraps a store (and every fork of it) with hooks on Finish and
+// AppendEvidence: a fault store that can look at what is written.
+type hookedStore struct {
+	store.Store
+	fork     string
+	finish   finishHook   // nil: none
+	evidence evidenceHook // nil: none
+}
+
+var _ store.Store = (*hookedStore)(nil)
+
+func (s *hookedStore) Finish(ctx context.Context, p *store.FinishParams) ([]store.FinishResult, error) {
+	if s.finish != nil {
+		if err := s.finish(ctx, s.fork, p.Items); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.Finish(ctx, p)
+}
+
+func (s *hookedStore) AppendEvidence(ctx context.Context, p *store.AppendEvidenceParams) error {
+	if s.evidence != nil {
+		if err := s.evidence(ctx, p.Lease); err != nil {
+			return err
+		}
+	}
+	return s.Store.AppendEvidence(ctx, p)
+}
+
+func (s *hookedStore) Fork(name string, opts store.ForkOptions) (store.Store, error) {
+	f, err := s.Store.Fork(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &hookedStore{Store: f, fork: name, finish: s.finish, evidence: s.evidence}, nil
+}
+
+// withFinishHook makes the service's Finish calls go through hook.
+func withFinishHook(hook finishHook) harnessOption {
+	return func(h *harness, _ *Config) {
+		h.st = &hookedStore{Store: h.st, fork: "api", finish: hook}
+	}
+}
+
+// withEvidenceHook makes the service's AppendEvidence calls go through hook.
+func withEvidenceHook(hook evidenceHook) harnessOption {
+	return func(h *harness, _ *Config) {
+		h.st = &hookedStore{Store: h.st, fork: "api", evidence: hook}
+	}
+}
+
 // ticks receives a signal after every tick of each scheduler.
 type ticks struct {
 	recovery, heartbeat, deadline chan struct{}
 }
 
-// watchTicks installs the schedulers' afterTick hooks; call before start.
+// watchTicks turns on the schedulers' tick signals; call before start.
 func (h *harness) watchTicks() *ticks {
-	tk := &ticks{make(chan struct{}, 1000), make(chan struct{}, 1000), make(chan struct{}, 1000)}
-	h.svc.recovery.afterTick = func() { tk.recovery <- struct{}{} }
-	h.svc.heartbeat.afterTick = func() { tk.heartbeat <- struct{}{} }
-	h.svc.deadline.afterTick = func() { tk.deadline <- struct{}{} }
-	return tk
+	sig := h.svc.signals
+	sig.recovery.ticked.init()
+	sig.heartbeat.ticked.init()
+	sig.deadline.ticked.init()
+	return &ticks{sig.recovery.ticked.ch, sig.heartbeat.ticked.ch, sig.deadline.ticked.ch}
 }
 
-// await waits for one tick signal.
-func await(t *testing.T, what string, ch chan struct{}) {
+// await waits for one signal.
+func await[T any](t *testing.T, what string, ch chan T) T {
 	t.Helper()
 	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no %s tick within 10s", what)
+	case v := <-ch:
+		return v
+	case <-time.After(signalTimeout):
+		t.Fatalf("no %s signal within %s", what, signalTimeout)
+		var zero T
+		return zero
 	}
+}
+
+// watchOutcomes turns on the completers' outcome signal; call before start.
+func (h *harness) watchOutcomes() chan outcome {
+	h.svc.signals.outcome.init()
+	return h.svc.signals.outcome.ch
+}
+
+// awaitOutcome waits until a completer is done with an outcome of task id
+// with the given status (discarding every other outcome).
+func awaitOutcome(t *testing.T, ch chan outcome, id string, want outcomeStatus) outcome {
+	t.Helper()
+	for {
+		if o := await(t, "outcome of "+id, ch); o.TaskID == id && o.Status == want {
+			return o
+		}
+	}
+}
+
+// watchWorkers turns on the workers' done signal; call before start.
+func (h *harness) watchWorkers() chan string {
+	h.svc.signals.workerDone.init()
+	return h.svc.signals.workerDone.ch
+}
+
+// awaitValue receives from ch until it gets want.
+func awaitValue[T comparable](t *testing.T, what string, ch chan T, want T) {
+	t.Helper()
+	for await(t, what, ch) != want {
+	}
+}
+
+// awaitN receives n values.
+func awaitN[T any](t *testing.T, what string, ch chan T, n int) []T {
+	t.Helper()
+	out := make([]T, 0, n)
+	for range n {
+		out = append(out, await(t, what, ch))
+	}
+	return out
 }
 
 func principal(tenant, name string) dockettype.Principal {
@@ -218,6 +416,41 @@ func (h *harness) submit(p dockettype.Principal, key, workflow string, input str
 	return res.Task
 }
 
+// submitAll submits reqs concurrently (the admitter group-commits them)
+// and returns each result's task, in order; any error fails the test.
+func (h *harness) submitAll(p dockettype.Principal, reqs []*SubmitRequest) []*dockettype.Task {
+	h.t.Helper()
+	tasks := make([]*dockettype.Task, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() {
+			res, err := h.svc.Submit(context.Background(), p, req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			tasks[i] = res.Task
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			h.t.Fatalf("submit %s: %v", reqs[i].IdempotencyKey, err)
+		}
+	}
+	return tasks
+}
+
+// fresh makes n requests for workflow with keys prefix-0, prefix-1, ….
+func fresh(n int, prefix, workflow string, input func(i int) string) []*SubmitRequest {
+	reqs := make([]*SubmitRequest, n)
+	for i := range reqs {
+		reqs[i] = &SubmitRequest{IdempotencyKey: fmt.Sprint(prefix, i), Workflow: workflow, Input: json.RawMessage(input(i))}
+	}
+	return reqs
+}
+
 func (h *harness) get(p dockettype.Principal, id string) *dockettype.Task {
 	h.t.Helper()
 	task, err := h.svc.Get(context.Background(), p, id)
@@ -227,40 +460,40 @@ func (h *harness) get(p dockettype.Principal, id string) *dockettype.Task {
 	return task
 }
 
-// waitState waits (on the service's own long poll) until the task is
-// terminal and checks its state.
+// waitTerminal waits, on the service's own long poll (woken when this node
+// makes the task terminal), until the task is terminal, and checks its
+// state.
 func (h *harness) waitTerminal(p dockettype.Principal, id string, want dockettype.State) *dockettype.Task {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		task := h.get(p, id)
+	task := waitTerminal(h.t, h.svc, p, id)
+	if task.State != want {
+		h.t.Fatalf("task %s ended %s (error %+v), want %s", id, task.State, task.Error, want)
+	}
+	return task
+}
+
+// waitTerminal long-polls svc until the task is terminal. A long poll that
+// answers early (the test moved the fake clock past its bound) is simply
+// made again.
+func waitTerminal(t *testing.T, svc *Service, p dockettype.Principal, id string) *dockettype.Task {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	defer cancel()
+	for {
+		select {
+		case <-svc.draining.done():
+			t.Fatalf("waiting for task %s on a service that is stopping", id)
+		default:
+		}
+		task, err := svc.Wait(ctx, p, id, MaxWait)
+		if err != nil {
+			t.Fatalf("task %s not terminal within %s: %v", id, signalTimeout, err)
+		}
 		if task.State.Terminal() {
-			if task.State != want {
-				h.t.Fatalf("task %s ended %s (error %+v), want %s", id, task.State, task.Error, want)
-			}
 			return task
 		}
-		waitFor(10 * time.Millisecond)
-	}
-	h.t.Fatalf("task %s not terminal within 10s (state %s)", id, h.get(p, id).State)
-	return nil
-}
-
-// eventually polls cond until it holds, failing after 10s. It waits on a
-// condition, not a duration: a fast machine passes at once.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		waitFor(2 * time.Millisecond)
 	}
 }
-
-// waitFor yields the processor for d of real time while polling.
-func waitFor(d time.Duration) { <-time.After(d) }
 
 // metric reads one counter of a vector.
 func metric(v *prometheus.CounterVec, labels ...string) float64 {

@@ -7,9 +7,9 @@ import (
 	"github.com/docket-dev/docket/internal/store"
 )
 
-// leaseRegistry tracks the leases this node's workers hold, so that the
-// heartbeat scheduler can renew them and cancel, timeout or a refused renewal
-// can stop the worker at once.
+// leaseRegistry tracks the leases this node holds, from claim until the
+// attempt's outcome is written, so that the heartbeat scheduler can renew
+// them and cancel, timeout or a refused renewal can stop the worker at once.
 type leaseRegistry struct {
 	mu   sync.Mutex
 	held map[string]heldLease
@@ -59,6 +59,13 @@ func (r *leaseRegistry) snapshot() []store.Lease {
 		out = append(out, store.Lease{TaskID: id, Epoch: h.epoch})
 	}
 	return out
+}
+
+// clear forgets every lease (the service stopped: what is left lapses).
+func (r *leaseRegistry) clear() {
+	r.mu.Lock()
+	clear(r.held)
+	r.mu.Unlock()
 }
 
 func (r *leaseRegistry) len() int {

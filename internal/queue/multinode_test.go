@@ -21,6 +21,7 @@ import (
 // runs exactly once; a cancel on node A stops a worker on node B at its
 // next heartbeat, and B's late result is fenced.
 func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url)
 	clock := clockwork.NewFakeClockAt(baseTime)
@@ -43,25 +44,26 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 		<-release.C
 		return json.RawMessage(`"late"`), nil
 	})
-	node := func(name string, offlineWorkers int) (*Service, *ticks) {
+	node := func(name string, offlineWorkers int) *harness {
 		logger, _ := logtest.New(t)
 		st := pgtest.Open(t, url, schema)
-		svc, err := New(st, rt, Config{
+		svc := newTestService(t, st, rt, Config{
 			NodeID: name, Clock: clock, Logger: logger, PollInterval: 20 * time.Millisecond,
 			Online: PoolConfig{Workers: 8}, Offline: PoolConfig{Workers: offlineWorkers},
 			ShutdownGrace: time.Millisecond, noJitter: true,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		h := &harness{t: t, svc: svc, clock: clock}
 		h.gates = append(h.gates, release)
-		tk := h.watchTicks()
-		h.start()
-		return svc, tk
+		return h
 	}
-	a, _ := node("node-a", -1) // node A runs no offline work
-	b, tkB := node("node-b", 2)
+	ha := node("node-a", -1) // node A runs no offline work
+	hb := node("node-b", 2)
+	tkB := hb.watchTicks()
+	outcomesB := hb.watchOutcomes()
+	hb.svc.signals.idle.init()
+	ha.start()
+	hb.start()
+	a, b := ha.svc, hb.svc
 	ctx := context.Background()
 
 	// One key, 32 submits on each node at once: one task.
@@ -72,16 +74,14 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 		if i%2 == 1 {
 			svc = b
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			res, err := svc.Submit(ctx, alice, &SubmitRequest{IdempotencyKey: "shared", Workflow: "test.count", Input: json.RawMessage(`1`)})
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			ids <- res.Task.ID
-		}()
+		})
 	}
 	wg.Wait()
 	close(ids)
@@ -95,9 +95,12 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 		}
 	}
 
-	// Work submitted on both nodes runs exactly once.
+	// Work submitted on both nodes runs exactly once. Either node may run a
+	// task (a submission wakes its own node; the other sees the work at its
+	// poll), so each task is long-polled on both nodes and the node that
+	// finished it answers.
 	var all []string
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 40; i++ {
 		svc := a
 		if i%2 == 1 {
 			svc = b
@@ -108,16 +111,10 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 		}
 		all = append(all, res.Task.ID)
 	}
-	// (Polled with Get: a long poll on node A for a task node B finishes is
-	// woken by A's periodic re-read, which runs on this test's fake clock.)
 	for _, id := range append(all, first) {
-		eventually(t, "task "+id+" to succeed", func() bool {
-			task, err := a.Get(ctx, alice, id)
-			if err != nil || task.State.Terminal() && task.State != dockettype.StateSucceeded {
-				t.Fatalf("task %s: %+v %v", id, task, err)
-			}
-			return task.State == dockettype.StateSucceeded
-		})
+		if task := waitTerminalOnEither(t, []*Service{a, b}, alice, id); task.State != dockettype.StateSucceeded {
+			t.Fatalf("task %s ended %s (%+v)", id, task.State, task.Error)
+		}
 	}
 	mu.Lock()
 	for _, id := range append(all, first) {
@@ -132,33 +129,73 @@ func TestExecutionServiceTwoNodesOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Node B learns of it by its poll (no cross-node wake-up).
+	// Node B learns of it by its poll (no cross-node wake-up): each time
+	// B's offline claim loop is idle, with its poll timer armed, the clock
+	// moves one poll interval.
 	var startedID string
-	eventually(t, "node B to poll and start the task", func() bool {
+	for startedID == "" {
 		select {
 		case startedID = <-started:
-			return true
-		default:
-			clock.Advance(b.cfg.PollInterval)
-			return false
+		case p := <-hb.svc.signals.idle.ch:
+			if p == dockettype.PoolOffline {
+				clock.Advance(b.cfg.PollInterval)
+			}
+		case <-time.After(signalTimeout):
+			t.Fatal("node B did not start the task")
 		}
-	})
+	}
 	if startedID != res.Task.ID {
 		t.Fatalf("started %s, want %s", startedID, res.Task.ID)
 	}
 	if task, err := a.Cancel(ctx, alice, res.Task.ID); err != nil || task.State != dockettype.StateCancelled {
 		t.Fatalf("cancel on node A: %+v %v", task, err)
 	}
+	drainSignals(tkB.heartbeat)
 	clock.Advance(b.cfg.HeartbeatInterval)
 	await(t, "node B heartbeat", tkB.heartbeat)
-	eventually(t, "node B's worker to be stopped by its refused heartbeat", func() bool {
-		return metric(b.metrics.FencingRejections, "heartbeat") == 1
-	})
+	if n := metric(b.metrics.FencingRejections, "heartbeat"); n != 1 {
+		t.Fatalf("node B heartbeat fencing rejections = %v, want 1 (its worker stopped by the refused heartbeat)", n)
+	}
 	release.open()
-	eventually(t, "node B's late result to be fenced", func() bool {
-		return metric(b.metrics.FencingRejections, "finish") == 1
-	})
+	awaitOutcome(t, outcomesB, res.Task.ID, outcomeFenced)
+	if n := metric(b.metrics.FencingRejections, "finish"); n != 1 {
+		t.Fatalf("node B finish fencing rejections = %v, want 1", n)
+	}
 	if events := assertOneTerminalEvent(t, a, alice, res.Task.ID); events[len(events)-1].To != dockettype.StateCancelled {
 		t.Fatalf("history %+v: want the terminal event to be the cancel", events)
+	}
+}
+
+// waitTerminalOnEither long-polls the task on every node at once and
+// returns the first terminal answer: the node that finishes a task wakes
+// its own long polls.
+func waitTerminalOnEither(t *testing.T, nodes []*Service, p dockettype.Principal, id string) *dockettype.Task {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	defer cancel()
+	got := make(chan *dockettype.Task, len(nodes))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, svc := range nodes {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				task, err := svc.Wait(ctx, p, id, MaxWait)
+				if err != nil {
+					return
+				}
+				if task.State.Terminal() {
+					got <- task
+					return
+				}
+			}
+		})
+	}
+	select {
+	case task := <-got:
+		return task
+	case <-ctx.Done():
+		t.Fatalf("task %s not terminal on any node within %s", id, signalTimeout)
+		return nil
 	}
 }

@@ -18,15 +18,20 @@ import (
 // counted by workflow, logged by code only, retried, and finally fails with
 // worker_panic; the node keeps working.
 func TestExecutionServiceWorkerPanic(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(h *harness, c *Config) { c.DefaultMaxAttempts = 2 })
 	h.rt.register("test.panic", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		panic("boom " + logtest.Canary)
 	})
+	outcomes := h.watchOutcomes()
 	h.start()
 	task := h.submit(alice, "p", "test.panic", `1`)
-	eventually(t, "the first attempt to be retried", func() bool {
-		return metric(h.svc.metrics.Retries, "online", "worker_panic") == 1
-	})
+	if o := awaitOutcome(t, outcomes, task.ID, outcomeApplied); o.Kind != store.FinishRetry {
+		t.Fatalf("first attempt's outcome %v, want a retry", o.Kind)
+	}
+	if n := metric(h.svc.metrics.Retries, "online", "worker_panic"); n != 1 {
+		t.Fatalf("retries{worker_panic} = %v, want 1", n)
+	}
 	h.clock.Advance(2 * h.svc.cfg.RetryBackoffBase) // past the backoff
 	h.svc.wake(dockettype.PoolOnline)
 	got := h.waitTerminal(alice, task.ID, dockettype.StateFailed)
@@ -47,10 +52,13 @@ func TestExecutionServiceWorkerPanic(t *testing.T) {
 // returns, work resumes and every task finishes. The counters show the
 // outage.
 func TestExecutionServiceDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs))
 	gate := h.gate()
+	running := make(chan string, 10)
 	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		running <- inv.Task.ID
 		select {
 		case <-gate.C:
 		case <-ctx.Done():
@@ -59,15 +67,17 @@ func TestExecutionServiceDatabaseOutage(t *testing.T) {
 		return inv.Input, nil
 	})
 	tk := h.watchTicks()
+	h.svc.signals.retrying.init()
 	h.start()
 	var ids []string
 	for i := range 6 {
 		ids = append(ids, h.submit(alice, fmt.Sprint("before-", i), "test.gated", fmt.Sprintf(`{"i":%d}`, i)).ID)
 	}
-	eventually(t, "four tasks to run", func() bool { return h.svc.leases.len() == 4 })
+	awaitN(t, "four tasks to run", running, 4)
 
 	fs.Set("*", faultstore.Fail(store.ErrUnavailable)) // the database goes away
-	_, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: "during", Workflow: "test.echo", Input: json.RawMessage(`"` + logtest.Canary + `"`)})
+	during := &SubmitRequest{IdempotencyKey: "during", Workflow: "test.echo", Input: json.RawMessage(`"` + logtest.Canary + `"`)}
+	_, err := h.svc.Submit(context.Background(), alice, during)
 	var de *dockettype.Error
 	if !errors.As(err, &de) || de.Code != dockettype.CodeStoreUnavailable {
 		t.Fatalf("submit during outage: %v, want store_unavailable", err)
@@ -80,33 +90,29 @@ func TestExecutionServiceDatabaseOutage(t *testing.T) {
 		t.Fatal("failed heartbeats are not visible in the counters")
 	}
 	gate.open() // running tasks finish while the database is down
-	eventually(t, "failed finishes to be counted", func() bool {
-		return metric(h.svc.metrics.StoreErrors, "finish") > 0
-	})
+	await(t, "the completer to wait before retrying a failed write", h.svc.signals.retrying.ch)
+	if metric(h.svc.metrics.StoreErrors, "finish") == 0 {
+		t.Fatal("failed finishes are not visible in the counters")
+	}
 
-	fs.Clear() // the database returns
-	eventually(t, "every task admitted before the outage to finish", func() bool {
-		h.clock.Advance(time.Second)
-		h.svc.wakeAll()
-		tasks, err := getTasks(context.Background(), h.store, "acme", ids)
-		if err != nil {
-			return false
-		}
-		for _, task := range tasks {
-			if task.State != dockettype.StateSucceeded {
-				return false
-			}
-		}
-		return true
-	})
+	// The database returns. The completer's retry timer fires (its delay is
+	// at most 5 s; the leases, renewed until now, last 30 s); the pool, whose
+	// claims failed, is woken; every task finishes.
+	fs.Clear()
+	h.clock.Advance(5 * time.Second)
+	h.svc.wakeAll()
 	for _, id := range ids {
+		h.waitTerminal(alice, id, dockettype.StateSucceeded)
 		assertHistoryValid(t, h, alice, id)
 	}
-	// The refused submission left nothing behind: retrying it now admits
-	// a new task (a binding would make it a replay).
-	res, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: "during", Workflow: "test.echo", Input: json.RawMessage(`1`)})
+	if n := metric(h.svc.metrics.LeasesRecovered, "requeued"); n != 0 {
+		t.Fatalf("%v leases were recovered: a lease lapsed while its outcome waited for the database", n)
+	}
+	// The refused submission left nothing behind: the same request under
+	// its key now makes a new task (no binding to replay).
+	res, err := h.svc.Submit(context.Background(), alice, during)
 	if err != nil || res.Replayed {
-		t.Fatalf("retry of the refused submission: %+v, %v; want a new task", res, err)
+		t.Fatalf("resubmitting the refused request: %+v %v, want a new task", res, err)
 	}
 }
 
@@ -115,49 +121,41 @@ func TestExecutionServiceDatabaseOutage(t *testing.T) {
 // outcomes it could not write are lost only as writes — their leases lapse
 // and another node runs those tasks again.
 func TestExecutionServiceStopDuringOutage(t *testing.T) {
+	t.Parallel()
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
 		c.FinishBatch = 1 // the completer holds 4 outcomes
-		c.Online.Workers = 16
+		c.Online.Workers = 8
 	})
 	gate := h.gate()
+	running := make(chan string, 8)
 	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		running <- inv.Task.ID
 		<-gate.C
 		return inv.Input, nil
 	})
 	h.start()
 	var ids []string
-	for i := range 16 {
+	for i := range 8 {
 		ids = append(ids, h.submit(alice, fmt.Sprint("k", i), "test.gated", `1`).ID)
 	}
-	eventually(t, "16 tasks to run", func() bool { return h.svc.leases.len() == 16 })
+	awaitN(t, "8 tasks to run", running, 8)
 	fs.Set("*", faultstore.Fail(store.ErrUnavailable))
-	gate.open() // 16 outcomes, none can be written
-	stopped := make(chan struct{})
-	go func() {
-		h.stop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Stop hung while the database was down")
+	gate.open() // 8 outcomes, more than the completer holds, none can be written
+	h.stop()    // fails the test if Stop hangs
+	t.Logf("finish failures %d, finish calls %d, outcomes dropped %v", fs.Failures("finish"), fs.Calls("finish"),
+		metric(h.svc.metrics.OutcomesDropped, "online", "stopping"))
+	if n := h.svc.leases.len(); n != 0 {
+		t.Fatalf("%d leases still registered after Stop", n)
 	}
-	t.Logf("finish failures %d, finish calls %d, leases held %d", fs.Failures("finish"), fs.Calls("finish"), h.svc.leases.len())
 	fs.Clear()
 
 	// Another node recovers and finishes every task.
-	h2 := &harness{t: t, store: h.store, st: h.store, rt: h.rt, clock: h.clock}
-	cfg := h.svc.cfg
-	cfg.NodeID = "node-b"
-	var err error
-	if h2.svc, err = New(h.store, h.rt, cfg); err != nil {
-		t.Fatal(err)
-	}
+	h2 := h.node(h.store, nil)
 	tk := h2.watchTicks()
 	h2.start()
 	await(t, "recovery", tk.recovery)
-	h.clock.Advance(cfg.LeaseTTL + cfg.RecoveryInterval)
+	h.clock.Advance(h2.svc.cfg.LeaseTTL + h2.svc.cfg.RecoveryInterval)
 	await(t, "recovery", tk.recovery)
 	for _, id := range ids {
 		h2.waitTerminal(alice, id, dockettype.StateSucceeded)

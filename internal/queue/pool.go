@@ -3,23 +3,37 @@ package queue
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/startstop"
 	"github.com/docket-dev/docket/internal/store"
 )
 
+// claimer is the store call a pool's claim loop makes.
+type claimer interface {
+	Claim(ctx context.Context, params *store.ClaimParams) ([]*store.ClaimedTask, error)
+}
+
 // pool runs one pool's tasks on this node: a claim loop that keeps up to
 // Workers tasks running, woken at once by local submissions and by a
-// fallback poll otherwise. Each pool has its own workers, claim loop, wake
-// channel and store fork, so a flood in one pool cannot delay the other.
+// fallback poll otherwise. Each pool has its own workers, claim loop,
+// wake-up, completer and store fork, so a flood in one pool cannot delay
+// the other.
 type pool struct {
-	svc     *Service
+	baseService
 	name    dockettype.Pool
-	workers int
-	store   store.Store
+	store   claimer
+	worker  *worker
+	metrics *metrics.Metrics
+	wakeup  *wakeup
+	cfg     poolConfig
 
-	wakeC  chan struct{} // buffered(1): a pending wake-up
+	idle    *testSignal[dockettype.Pool]
+	grace   *testSignal[shutdownTimer]
+	abandon *testSignal[shutdownTimer]
+
 	freedC chan struct{} // buffered(1): a worker slot was freed
 
 	mu      sync.Mutex
@@ -34,18 +48,37 @@ type pool struct {
 	loop startstop.Loop
 }
 
-func newPool(s *Service, name dockettype.Pool, cfg PoolConfig) *pool {
+// poolConfig is the part of the Config a pool reads.
+type poolConfig struct {
+	NodeID          string
+	Workers         int
+	ClaimBatch      int
+	LeaseTTL        time.Duration
+	PollInterval    time.Duration
+	QueryTimeout    time.Duration
+	ShutdownGrace   time.Duration
+	ShutdownAbandon time.Duration
+}
+
+func newPool(base baseService, name dockettype.Pool, st claimer, w *worker, m *metrics.Metrics, wake *wakeup,
+	cfg poolConfig, sig *testSignals) *pool {
 	return &pool{
-		svc:     s,
-		name:    name,
-		workers: cfg.Workers,
-		wakeC:   make(chan struct{}, 1),
-		freedC:  make(chan struct{}, 1),
+		baseService: base,
+		name:        name,
+		store:       st,
+		worker:      w,
+		metrics:     m,
+		wakeup:      wake,
+		cfg:         cfg,
+		idle:        &sig.idle,
+		grace:       &sig.grace,
+		abandon:     &sig.abandon,
+		freedC:      make(chan struct{}, 1),
 	}
 }
 
 func (p *pool) Start(ctx context.Context) error {
-	if p.workers == 0 {
+	if p.cfg.Workers == 0 {
 		return nil
 	}
 	// Task contexts outlive the claim loop's context during the grace
@@ -54,44 +87,69 @@ func (p *pool) Start(ctx context.Context) error {
 	return p.loop.Start(ctx, p.run)
 }
 
-// Stop stops claiming, waits up to ShutdownGrace for running tasks, then
-// cancels the rest and waits for them to return.
+// Stop stops claiming and waits up to ShutdownGrace for running tasks; then
+// it cancels the rest (their workers hand their leases back) and waits up to
+// ShutdownAbandon more. A worker still running then ignores its context: it
+// is abandoned and counted, and its lease lapses.
 func (p *pool) Stop() {
 	if !p.loop.Running() {
 		return
 	}
-	p.loop.Stop()
+	p.loop.Stop() // no task starts after this
+	defer p.taskCancel(errShutdown)
+	if p.free() == p.cfg.Workers {
+		return
+	}
 	done := make(chan struct{})
 	go func() {
 		p.tasks.Wait()
 		close(done)
 	}()
-	timer := p.svc.clock.NewTimer(p.svc.cfg.ShutdownGrace)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.Chan():
-		p.taskCancel(errShutdown)
-		<-done
+	if p.await(done, p.cfg.ShutdownGrace, p.grace) {
+		return
 	}
 	p.taskCancel(errShutdown)
+	if p.await(done, p.cfg.ShutdownAbandon, p.abandon) {
+		return
+	}
+	p.mu.Lock()
+	n := p.running
+	p.mu.Unlock()
+	p.metrics.WorkersAbandoned.WithLabelValues(string(p.name)).Add(float64(n))
+	p.log.WarnContext(p.taskCtx, "workers ignored cancellation at shutdown; abandoned, their leases will lapse",
+		"code", dockettype.CodeShutdown, "count", n)
 }
 
-func (p *pool) wake() {
+// await waits for done for at most d on the clock.
+func (p *pool) await(done <-chan struct{}, d time.Duration, armed *testSignal[shutdownTimer]) bool {
 	select {
-	case p.wakeC <- struct{}{}:
+	case <-done:
+		return true
 	default:
+	}
+	timer := p.clock.NewTimer(d)
+	defer timer.Stop()
+	armed.signal(shutdownTimer{Pool: p.name, D: d})
+	select {
+	case <-done:
+		return true
+	case <-timer.Chan():
+	}
+	select { // both ready: done wins
+	case <-done:
+		return true
+	default:
+		return false
 	}
 }
 
 func (p *pool) free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.workers - p.running
+	return p.cfg.Workers - p.running
 }
 
 func (p *pool) run(ctx context.Context) {
-	log := p.svc.log.With("pool", p.name)
 	for ctx.Err() == nil {
 		n := p.free()
 		if n <= 0 {
@@ -101,14 +159,14 @@ func (p *pool) run(ctx context.Context) {
 			}
 			continue
 		}
-		limit := min(n, p.svc.cfg.ClaimBatch)
+		limit := min(n, p.cfg.ClaimBatch)
 		claimed, err := p.claim(ctx, limit)
 		if err != nil {
 			if ctx.Err() == nil {
-				p.svc.metrics.StoreErrors.WithLabelValues("claim").Inc()
-				log.WarnContext(ctx, "claim failed", "code", dockettype.CodeStoreUnavailable)
+				p.metrics.StoreErrors.WithLabelValues("claim").Inc()
+				p.log.WarnContext(ctx, "claim failed", "code", storeErrorCode(err))
 			}
-			p.idle(ctx)
+			p.wait(ctx)
 			continue
 		}
 		for _, c := range claimed {
@@ -117,35 +175,36 @@ func (p *pool) run(ctx context.Context) {
 		if len(claimed) == limit {
 			continue // there may be more ready work
 		}
-		p.idle(ctx)
+		p.wait(ctx)
 	}
 }
 
-// idle waits for a wake-up, the poll interval, or the end.
-func (p *pool) idle(ctx context.Context) {
-	timer := p.svc.clock.NewTimer(p.svc.cfg.PollInterval)
+// wait idles until a wake-up, the poll interval, or the end.
+func (p *pool) wait(ctx context.Context) {
+	timer := p.clock.NewTimer(p.cfg.PollInterval)
 	defer timer.Stop()
+	p.idle.signal(p.name)
 	select {
-	case <-p.wakeC:
+	case <-p.wakeup.c():
 	case <-timer.Chan():
 	case <-ctx.Done():
 	}
 }
 
 func (p *pool) claim(ctx context.Context, limit int) ([]*store.ClaimedTask, error) {
-	qctx, cancel := context.WithTimeout(ctx, p.svc.cfg.QueryTimeout)
+	qctx, cancel := context.WithTimeout(ctx, p.cfg.QueryTimeout)
 	defer cancel()
-	now := p.svc.clock.Now()
+	now := p.clock.Now()
 	claimed, err := p.store.Claim(qctx, &store.ClaimParams{
-		Now: now, Pool: p.name, Owner: p.svc.cfg.NodeID, Limit: limit, LeaseTTL: p.svc.cfg.LeaseTTL,
+		Now: now, Pool: p.name, Owner: p.cfg.NodeID, Limit: limit, LeaseTTL: p.cfg.LeaseTTL,
 	})
 	if err != nil {
 		return nil, err
 	}
-	p.svc.metrics.Claims.WithLabelValues(string(p.name)).Add(float64(len(claimed)))
+	p.metrics.Claims.WithLabelValues(string(p.name)).Add(float64(len(claimed)))
 	for _, c := range claimed {
 		if c.Task.Attempt == 1 {
-			p.svc.metrics.StartLatency.WithLabelValues(string(p.name)).Observe(now.Sub(c.Task.CreatedAt).Seconds())
+			p.metrics.StartLatency.WithLabelValues(string(p.name)).Observe(now.Sub(c.Task.CreatedAt).Seconds())
 		}
 	}
 	return claimed, nil
@@ -156,17 +215,15 @@ func (p *pool) startTask(c *store.ClaimedTask) {
 	p.running++
 	p.mu.Unlock()
 	p.tasks.Add(1)
-	ctx, cancel := context.WithCancelCause(p.taskCtx)
-	p.svc.leases.add(c.Lease(), cancel)
+	run := p.worker.start(p.taskCtx, c)
 	go func() {
 		defer p.tasks.Done()
-		defer p.release()
-		defer cancel(nil)
-		p.svc.execute(ctx, c)
+		defer p.freeSlot()
+		run()
 	}()
 }
 
-func (p *pool) release() {
+func (p *pool) freeSlot() {
 	p.mu.Lock()
 	p.running--
 	p.mu.Unlock()

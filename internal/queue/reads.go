@@ -15,9 +15,18 @@ const MaxWait = 60 * time.Second
 // finished by other nodes.
 const waitRecheck = time.Second
 
+// query bounds one API store call by QueryTimeout. Failures are judged
+// against the caller's ctx, so a query that times out is a store failure
+// while a caller that went away is not.
+func (s *Service) query(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.QueryTimeout)
+}
+
 // Get returns one of the principal's tenant's tasks.
 func (s *Service) Get(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error) {
-	t, err := s.store.GetTask(ctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
+	qctx, cancel := s.query(ctx)
+	defer cancel()
+	t, err := s.store.GetTask(qctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
 	if err != nil {
 		return nil, s.storeFailure(ctx, "get_task", err)
 	}
@@ -43,6 +52,7 @@ func (s *Service) Wait(ctx context.Context, p dockettype.Principal, id string, w
 			return t, err
 		}
 		recheck := s.clock.NewTimer(waitRecheck)
+		s.signals.waiting.signal(id)
 		select {
 		case <-done:
 		case <-recheck.Chan():
@@ -50,7 +60,7 @@ func (s *Service) Wait(ctx context.Context, p dockettype.Principal, id string, w
 			recheck.Stop()
 			unsubscribe()
 			return s.Get(ctx, p, id)
-		case <-s.drainingC(): // shutting down: answer now
+		case <-s.draining.done(): // shutting down: answer now
 			recheck.Stop()
 			unsubscribe()
 			return s.Get(ctx, p, id)
@@ -79,7 +89,9 @@ func (s *Service) List(ctx context.Context, p dockettype.Principal, req *ListReq
 	if req.Pool != "" && !req.Pool.Valid() {
 		return nil, s.reject(dockettype.CodeInvalidRequest, `pool must be "online" or "offline"`, 0)
 	}
-	tasks, err := s.store.ListTasks(ctx, &store.ListTasksParams{
+	qctx, cancel := s.query(ctx)
+	defer cancel()
+	tasks, err := s.store.ListTasks(qctx, &store.ListTasksParams{
 		Tenant: p.Tenant, State: req.State, Pool: req.Pool, Limit: limit + 1, After: req.After,
 	})
 	if err != nil {
@@ -100,7 +112,9 @@ func (s *Service) List(ctx context.Context, p dockettype.Principal, req *ListReq
 // unchanged. A running worker on this node is stopped at once and its late
 // result is fenced out by the epoch bump.
 func (s *Service) Cancel(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error) {
-	res, err := s.store.Cancel(ctx, &store.CancelParams{Now: s.clock.Now(), Tenant: p.Tenant, TaskID: id})
+	qctx, cancel := s.query(ctx)
+	defer cancel()
+	res, err := s.store.Cancel(qctx, &store.CancelParams{Now: s.clock.Now(), Tenant: p.Tenant, TaskID: id})
 	if err != nil {
 		return nil, s.storeFailure(ctx, "cancel", err)
 	}
@@ -116,7 +130,9 @@ func (s *Service) Cancel(ctx context.Context, p dockettype.Principal, id string)
 
 // Events returns the task's history.
 func (s *Service) Events(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Event, error) {
-	ev, err := s.store.ListEvents(ctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
+	qctx, cancel := s.query(ctx)
+	defer cancel()
+	ev, err := s.store.ListEvents(qctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
 	if err != nil {
 		return nil, s.storeFailure(ctx, "list_events", err)
 	}
@@ -125,7 +141,9 @@ func (s *Service) Events(ctx context.Context, p dockettype.Principal, id string)
 
 // Evidence returns the task's evidence.
 func (s *Service) Evidence(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Evidence, error) {
-	ev, err := s.store.ListEvidence(ctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
+	qctx, cancel := s.query(ctx)
+	defer cancel()
+	ev, err := s.store.ListEvidence(qctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
 	if err != nil {
 		return nil, s.storeFailure(ctx, "list_evidence", err)
 	}

@@ -4,55 +4,69 @@ import (
 	"context"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
 )
+
+// leaseRecoverer is the store calls the recovery scheduler makes.
+type leaseRecoverer interface {
+	FindExpiredLeases(ctx context.Context, params *store.FindExpiredLeasesParams) ([]store.ExpiredLease, error)
+	RecoverLeases(ctx context.Context, params *store.RecoverLeasesParams) (store.RecoverResult, error)
+}
 
 // RecoveryScheduler returns tasks whose lease expired (their worker died or
 // stopped heartbeating) to the queue, or fails them with lease_lost when
 // their attempts are exhausted. Each batch is an indexed scan with a LIMIT
-// on a read connection followed by a short fenced write.
+// on a read connection followed by a short fenced write; a tick takes at
+// most ScanBatches batches, with a pause between two.
 type RecoveryScheduler struct {
-	scheduler
+	schedulerLoop
+	store   leaseRecoverer
+	leases  *leaseRegistry
+	waiters *waiters
+	wakeups []*wakeup // the pools to wake when tasks are requeued
+	scan    scanConfig
 }
 
-func newRecoveryScheduler(s *Service) *RecoveryScheduler {
-	r := &RecoveryScheduler{}
-	r.scheduler = scheduler{name: "recovery", svc: s, interval: s.cfg.RecoveryInterval, tick: r.tick}
+func newRecoveryScheduler(base baseService, cfg schedulerConfig, scan scanConfig, st leaseRecoverer,
+	leases *leaseRegistry, w *waiters, wakeups []*wakeup, m *metrics.Metrics, sig *schedulerSignals) *RecoveryScheduler {
+	r := &RecoveryScheduler{store: st, leases: leases, waiters: w, wakeups: wakeups, scan: scan}
+	r.schedulerLoop = newSchedulerLoop(base, cfg, m, sig, r.tick)
 	return r
 }
 
 func (r *RecoveryScheduler) tick(ctx context.Context) error {
-	s := r.svc
-	for ctx.Err() == nil {
-		qctx, cancel := r.query(ctx)
-		found, err := r.store.FindExpiredLeases(qctx, &store.FindExpiredLeasesParams{Now: s.clock.Now(), Limit: s.cfg.ScanBatch})
-		cancel()
-		if err != nil || len(found) == 0 {
-			return err
-		}
-		qctx, cancel = r.query(ctx)
-		res, err := r.store.RecoverLeases(qctx, &store.RecoverLeasesParams{Now: s.clock.Now(), Items: found})
-		cancel()
-		if err != nil {
-			return err
-		}
-		s.metrics.LeasesRecovered.WithLabelValues("requeued").Add(float64(res.Requeued))
-		s.metrics.LeasesRecovered.WithLabelValues("failed").Add(float64(res.Failed))
-		if res.Requeued+res.Failed > 0 {
-			r.log.InfoContext(ctx, "recovered expired leases", "code", dockettype.CodeLeaseLost,
-				"requeued", res.Requeued, "failed", res.Failed)
-		}
-		for _, l := range res.Recovered {
-			// A worker on this node whose lease was recovered must stop.
-			s.leases.stop(l, errLeaseLost)
-			s.waiters.notify(l.TaskID)
-		}
-		if res.Requeued > 0 {
-			s.wakeAll()
-		}
-		if len(found) < s.cfg.ScanBatch {
-			return nil
+	return r.batches(ctx, r.scan, r.batch)
+}
+
+func (r *RecoveryScheduler) batch(ctx context.Context) (more bool, err error) {
+	qctx, cancel := r.query(ctx)
+	found, err := r.store.FindExpiredLeases(qctx, &store.FindExpiredLeasesParams{Now: r.clock.Now(), Limit: r.scan.Batch})
+	cancel()
+	if err != nil || len(found) == 0 {
+		return false, err
+	}
+	qctx, cancel = r.query(ctx)
+	res, err := r.store.RecoverLeases(qctx, &store.RecoverLeasesParams{Now: r.clock.Now(), Items: found})
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	r.metrics.LeasesRecovered.WithLabelValues("requeued").Add(float64(res.Requeued))
+	r.metrics.LeasesRecovered.WithLabelValues("failed").Add(float64(res.Failed))
+	if res.Requeued+res.Failed > 0 {
+		r.log.InfoContext(ctx, "recovered expired leases", "code", dockettype.CodeLeaseLost,
+			"requeued", res.Requeued, "failed", res.Failed)
+	}
+	for _, l := range res.Recovered {
+		// A worker on this node whose lease was recovered must stop.
+		r.leases.stop(l, errLeaseLost)
+		r.waiters.notify(l.TaskID)
+	}
+	if res.Requeued > 0 {
+		for _, w := range r.wakeups {
+			w.wake()
 		}
 	}
-	return ctx.Err()
+	return len(found) == r.scan.Batch, nil
 }

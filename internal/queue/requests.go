@@ -2,6 +2,7 @@ package queue
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 )
@@ -17,6 +18,9 @@ type SubmitRequest struct {
 	Priority       int             // higher runs first within a tenant; -1000..1000
 	MaxAttempts    int             // 0: the default
 	TraceID        string          // 32 lowercase hex digits; empty: the server makes one
+	// RunAt, when set, is the earliest time the task starts; its deadline
+	// counts from then. Zero (or a time already past): at once.
+	RunAt time.Time
 }
 
 // SubmitResult is an admitted (or replayed) task.

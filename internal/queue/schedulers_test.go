@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/logtest"
@@ -19,6 +22,7 @@ import (
 // its lease after the TTL; the task runs again under a higher epoch; the old
 // worker's late result is refused and counted.
 func TestExecutionServiceLeaseRecovery(t *testing.T) {
+	t.Parallel()
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs))
 	firstStarted := make(chan struct{})
@@ -34,6 +38,7 @@ func TestExecutionServiceLeaseRecovery(t *testing.T) {
 		return json.RawMessage(`"second"`), nil
 	})
 	tk := h.watchTicks()
+	outcomes := h.watchOutcomes()
 	h.start()
 	for _, ch := range []chan struct{}{tk.recovery, tk.heartbeat, tk.deadline} {
 		await(t, "initial", ch)
@@ -78,9 +83,10 @@ func TestExecutionServiceLeaseRecovery(t *testing.T) {
 
 	before := metric(h.svc.metrics.FencingRejections, "finish")
 	releaseFirst.open()
-	eventually(t, "the hung worker's result to be fenced", func() bool {
-		return metric(h.svc.metrics.FencingRejections, "finish") == before+1
-	})
+	awaitOutcome(t, outcomes, task.ID, outcomeFenced)
+	if n := metric(h.svc.metrics.FencingRejections, "finish"); n != before+1 {
+		t.Fatalf("finish fencing rejections = %v, want %v", n, before+1)
+	}
 	if final := h.get(alice, task.ID); string(final.Result) != `"second"` || final.State != dockettype.StateSucceeded {
 		t.Fatalf("after the late result: %s %s", final.State, final.Result)
 	}
@@ -91,6 +97,7 @@ func TestExecutionServiceLeaseRecovery(t *testing.T) {
 // cancels a task (the store changes under this node), the next heartbeat is
 // refused and the worker's context is cancelled at once.
 func TestExecutionServiceHeartbeatRefusalStopsWorker(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	started := make(chan struct{})
 	cause := make(chan error, 1)
@@ -111,13 +118,8 @@ func TestExecutionServiceHeartbeatRefusalStopsWorker(t *testing.T) {
 	}
 	h.clock.Advance(h.svc.cfg.HeartbeatInterval)
 	await(t, "heartbeat", tk.heartbeat)
-	select {
-	case c := <-cause:
-		if !errors.Is(c, errLeaseLost) {
-			t.Fatalf("worker stopped with cause %v, want lease lost", c)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("worker not stopped after its heartbeat was refused")
+	if c := await(t, "the worker to stop after its heartbeat was refused", cause); !errors.Is(c, errLeaseLost) {
+		t.Fatalf("worker stopped with cause %v, want lease lost", c)
 	}
 	if n := metric(h.svc.metrics.FencingRejections, "heartbeat"); n != 1 {
 		t.Fatalf("heartbeat fencing rejections = %v, want 1", n)
@@ -129,6 +131,7 @@ func TestExecutionServiceHeartbeatRefusalStopsWorker(t *testing.T) {
 // running worker's context is cancelled and its late result cannot
 // overwrite the state.
 func TestExecutionServiceTimeout(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(h *harness, c *Config) { c.Offline.Workers = -1 }) // offline tasks stay queued
 	started := make(chan struct{})
 	stopped := make(chan struct{})
@@ -144,6 +147,7 @@ func TestExecutionServiceTimeout(t *testing.T) {
 		return nil, errors.New("must not run")
 	})
 	tk := h.watchTicks()
+	outcomes := h.watchOutcomes()
 	h.start()
 	await(t, "deadline", tk.deadline)
 	submit := func(key, wf string) *dockettype.Task {
@@ -170,16 +174,13 @@ func TestExecutionServiceTimeout(t *testing.T) {
 			t.Fatalf("task %s at its deadline: %s %+v, want timed_out/deadline_exceeded", id, got.State, got.Error)
 		}
 	}
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("running worker's context was not cancelled at the deadline")
-	}
+	await(t, "the running worker's context to be cancelled at the deadline", stopped)
 	before := metric(h.svc.metrics.FencingRejections, "finish")
 	release.open()
-	eventually(t, "the late result to be fenced", func() bool {
-		return metric(h.svc.metrics.FencingRejections, "finish") == before+1
-	})
+	awaitOutcome(t, outcomes, running.ID, outcomeFenced)
+	if n := metric(h.svc.metrics.FencingRejections, "finish"); n != before+1 {
+		t.Fatalf("finish fencing rejections = %v, want %v", n, before+1)
+	}
 	if got := h.get(alice, running.ID); got.State != dockettype.StateTimedOut || got.Result != nil {
 		t.Fatalf("late result overwrote the timeout: %s %s", got.State, got.Result)
 	}
@@ -194,10 +195,12 @@ func TestExecutionServiceTimeout(t *testing.T) {
 // timeout and lease recovery over many tasks; every task must end with
 // exactly one terminal event and its reservation released.
 func TestExecutionServiceTerminalRaces(t *testing.T) {
+	t.Parallel()
+	const n = 48
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
-		c.LeaseTTL, c.HeartbeatInterval, c.RecoveryInterval = 3*time.Second, time.Second, time.Second
-		c.Online.Workers = 8
+		c.LeaseTTL, c.HeartbeatInterval, c.RecoveryInterval, c.DeadlineInterval = 3*time.Second, time.Second, time.Second, time.Second
+		c.Online = PoolConfig{Workers: 8, Capacity: n}
 		c.RetryBackoffBase = 500 * time.Millisecond
 	})
 	fs.Set("heartbeat", faultstore.FailEvery(3, store.ErrUnavailable)) // some leases lapse
@@ -222,79 +225,89 @@ func TestExecutionServiceTerminalRaces(t *testing.T) {
 			return json.RawMessage(`"late"`), nil
 		}
 	})
+	tk := h.watchTicks()
 	h.start()
+	for _, ch := range []chan struct{}{tk.recovery, tk.heartbeat, tk.deadline} {
+		await(t, "initial tick", ch)
+	}
 
-	const n = 120
+	reqs := fresh(n, "race-", "test.race", func(i int) string { return fmt.Sprintf(`{"mode": %d}`, i) })
+	for i, req := range reqs {
+		req.TimeoutMS = int64(1000 + (i%9)*1000)
+	}
 	ids := make([]string, n)
-	for i := range n {
-		res, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{
-			IdempotencyKey: fmt.Sprint("race-", i), Workflow: "test.race",
-			Input: json.RawMessage(fmt.Sprintf(`{"mode": %d}`, i)), TimeoutMS: int64(1000 + (i%9)*1000),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = res.Task.ID
+	for i, task := range h.submitAll(alice, reqs) {
+		ids[i] = task.ID
 	}
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		if i%3 != 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if _, err := h.svc.Cancel(context.Background(), alice, id); err != nil {
 				t.Errorf("cancel: %v", err)
 			}
-		}()
+		})
 	}
 	// Time moves while cancels fly: deadlines and lease expiries race them.
-	stop := make(chan struct{})
-	var clockWG sync.WaitGroup
-	clockWG.Add(1)
-	go func() {
-		defer clockWG.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-				h.clock.Advance(200 * time.Millisecond)
-				h.svc.wakeAll()
-			}
+	// Each step moves the clock by one scheduler interval and waits for the
+	// three schedulers' ticks; every deadline is at most 9 s away, so the
+	// deadline scheduler ends every task within about ten steps.
+	for step := 0; !allTerminal(t, h.svc, alice, n); step++ {
+		if step == 30 {
+			t.Fatalf("tasks still live after %d s of fake time", step)
 		}
-	}()
+		h.clock.Advance(time.Second)
+		h.svc.wakeAll()
+		for _, ch := range []chan struct{}{tk.recovery, tk.heartbeat, tk.deadline} {
+			await(t, "tick", ch)
+		}
+	}
 	wg.Wait()
-	eventually(t, "every task to be terminal", func() bool {
-		tasks, err := getTasks(context.Background(), h.store, "acme", ids)
-		if err != nil {
-			return false
-		}
-		for _, task := range tasks {
-			if !task.State.Terminal() {
-				return false
-			}
-		}
-		return true
-	})
-	close(stop)
-	clockWG.Wait()
 	for _, id := range ids {
 		assertHistoryValid(t, h, alice, id)
 	}
-	usage, err := getUsage(context.Background(), h.store)
-	if err != nil {
+	assertNothingReserved(t, h, alice)
+}
+
+// assertNothingReserved checks, through admission, that no task holds a
+// reservation any more: with the online pool's capacity and the tenant's
+// limit both 1, a submission is still admitted.
+func assertNothingReserved(t *testing.T, h *harness, p dockettype.Principal) {
+	t.Helper()
+	ctx := context.Background()
+	one := 1
+	if _, err := h.store.UpdateTenant(ctx, &store.UpdateTenantParams{Now: h.clock.Now(), Tenant: p.Tenant, MaxInFlight: &one}); err != nil {
 		t.Fatal(err)
 	}
-	if usage.Pools[dockettype.PoolOnline] != 0 || usage.Tenants["acme"] != 0 {
-		t.Fatalf("reservations left after every task ended: %+v", usage)
+	probe := h.node(h.store, func(c *Config) { c.Online = PoolConfig{Workers: -1, Capacity: 1} })
+	if _, err := probe.svc.Submit(ctx, p, &SubmitRequest{IdempotencyKey: "reservation-probe", Workflow: "test.echo"}); err != nil {
+		t.Fatalf("a submission into a pool and tenant limited to 1 after every task ended: %v (a reservation leaked)", err)
 	}
 }
 
+// allTerminal reports whether every one of the tenant's n tasks is
+// terminal (read through the API).
+func allTerminal(t *testing.T, svc *Service, p dockettype.Principal, n int) bool {
+	t.Helper()
+	list, err := svc.List(context.Background(), p, &ListRequest{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tasks) != n {
+		t.Fatalf("tenant has %d tasks, want %d", len(list.Tasks), n)
+	}
+	for _, task := range list.Tasks {
+		if !task.State.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
 // assertHistoryValid checks one task's history: one terminal event, last;
-// epochs never decrease; every transition follows the lifecycle; the
-// reservation is released.
+// epochs never decrease; every transition follows the lifecycle.
 func assertHistoryValid(t *testing.T, h *harness, p dockettype.Principal, id string) {
 	t.Helper()
 	assertOneTerminalEvent(t, h.svc, p, id)
@@ -324,26 +337,39 @@ func assertHistoryValid(t *testing.T, h *harness, p dockettype.Principal, id str
 		}
 		prev, epoch = e.To, e.Epoch
 	}
-	if task := h.get(alice, id); !task.State.Terminal() || prev != task.State {
-		t.Fatalf("task %s: state %s, last event to %s; want the same terminal state", id, task.State, prev)
-	}
 }
 
 // TestExecutionServicePartialDependencyFailure: the runtime fails for some
-// tasks, evidence writes fail for some, and the store fails chosen
-// operations; every task still ends in a valid terminal state, nothing is
-// lost, and the counters show each fault.
+// tasks, evidence writes fail for every task's odd attempts, and the store
+// fails chosen operations; every task still ends in a valid terminal state,
+// nothing is lost, and the counters show each fault. The service runs on
+// the real clock with short retry delays (its backoffs, completer retries
+// and claim polls then need no test to move time); the test waits on each
+// task's long poll.
 func TestExecutionServicePartialDependencyFailure(t *testing.T) {
+	t.Parallel()
+	const n = 20
 	var fs *faultstore.Store
-	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
-		c.RetryBackoffBase, c.RetryBackoffMax = time.Second, 2*time.Second
-		c.DefaultMaxAttempts = 6
-		// This test drives the clock fast; keep leases and deadlines out of
-		// play (other tests cover them) so that only the injected faults
-		// decide attempts.
-		c.LeaseTTL, c.HeartbeatInterval, c.DefaultTimeout = time.Hour, 20*time.Minute, 24*time.Hour
+	var evidenceFailures atomic.Int64
+	// An attempt's lease epoch is its attempt number here (no lease is
+	// recovered): odd attempts cannot write evidence.
+	failOddAttempts := withEvidenceHook(func(_ context.Context, l store.Lease) error {
+		if l.Epoch%2 == 1 {
+			evidenceFailures.Add(1)
+			return fmt.Errorf("append evidence: %w", store.ErrUnavailable)
+		}
+		return nil
 	})
-	fs.Set("append_evidence", faultstore.FailEvery(2, store.ErrUnavailable))
+	h := newHarness(t, withFaults(&fs), failOddAttempts, func(h *harness, c *Config) {
+		c.Clock = clockwork.NewRealClock()
+		c.RetryBackoffBase, c.RetryBackoffMax = time.Millisecond, 2*time.Millisecond
+		c.PollInterval = 10 * time.Millisecond
+		c.DefaultMaxAttempts = 6
+		// Leases and deadlines stay out of play (other tests cover them), so
+		// that only the injected faults decide attempts.
+		c.LeaseTTL, c.HeartbeatInterval, c.DefaultTimeout = time.Hour, 20*time.Minute, 24*time.Hour
+		c.Online.Capacity = n
+	})
 	fs.Set("finish", faultstore.FailEvery(3, store.ErrUnavailable))
 	fs.Set("claim", faultstore.FailEvery(4, store.ErrUnavailable))
 	h.rt.register("test.flaky", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
@@ -359,33 +385,16 @@ func TestExecutionServicePartialDependencyFailure(t *testing.T) {
 		return inv.Input, nil
 	})
 	h.start()
-	const n = 30
 	ids := make([]string, n)
-	for i := range n {
-		ids[i] = h.submit(alice, fmt.Sprint("k", i), "test.flaky", fmt.Sprintf(`{"n": %d}`, i)).ID
+	for i, task := range h.submitAll(alice, fresh(n, "k", "test.flaky", func(i int) string { return fmt.Sprintf(`{"n": %d}`, i) })) {
+		ids[i] = task.ID
 	}
-	eventually(t, "every task to be terminal", func() bool {
-		h.clock.Advance(200 * time.Millisecond) // backoffs, completer retries
-		h.svc.wakeAll()
-		tasks, err := getTasks(context.Background(), h.store, "acme", ids)
-		if err != nil || len(tasks) != n {
-			return false
-		}
-		for _, task := range tasks {
-			if !task.State.Terminal() {
-				return false
-			}
-		}
-		return true
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(h.logs.String())
-		}
-	})
 	for i, id := range ids {
-		task := h.get(alice, id)
+		task := waitTerminal(t, h.svc, alice, id)
 		want := dockettype.StateSucceeded
+		if i%5 != 0 && task.Attempt != 2 {
+			t.Errorf("task %d ended at attempt %d, want 2 (the first attempt's evidence write failed)", i, task.Attempt)
+		}
 		if i%5 == 0 {
 			want = dockettype.StateFailed
 			if task.Error == nil || task.Error.Code != dockettype.CodeWorkflowError || task.Attempt != 6 {
@@ -393,33 +402,41 @@ func TestExecutionServicePartialDependencyFailure(t *testing.T) {
 			}
 		}
 		if task.State != want {
-			t.Errorf("task %d ended %s, want %s", i, task.State, want)
+			t.Errorf("task %d ended %s (error %+v, attempt %d), want %s", i, task.State, task.Error, task.Attempt, want)
 		}
 		assertHistoryValid(t, h, alice, id)
 	}
-	for _, op := range []string{"finish", "claim", "append_evidence"} {
+	for _, op := range []string{"finish", "claim"} {
 		if got, want := metric(h.svc.metrics.StoreErrors, op), float64(fs.Failures(op)); got != want || want == 0 {
 			t.Errorf("store_errors_total{operation=%q} = %v, want %v (> 0)", op, got, want)
 		}
 	}
-	if got := metric(h.svc.metrics.WorkerErrors, "test.flaky", "workflow_error"); got != 6*6 {
-		t.Errorf("worker errors = %v, want 36 (6 tasks × 6 attempts)", got)
+	if got, want := metric(h.svc.metrics.StoreErrors, "append_evidence"), float64(evidenceFailures.Load()); got != want || want != n-n/5 {
+		t.Errorf("store_errors_total{operation=\"append_evidence\"} = %v, hook failed %v, want both %d (one per task that writes evidence)", got, want, n-n/5)
 	}
+	if got, want := metric(h.svc.metrics.WorkerErrors, "test.flaky", "workflow_error"), float64(n/5*6); got != want {
+		t.Errorf("worker errors = %v, want %v (%d tasks × 6 attempts)", got, want, n/5)
+	}
+	assertNothingReserved(t, h, alice)
 }
 
 // TestExecutionServiceBlockedRecoveryScan: the recovery scan is stuck for
 // longer than three lease TTLs; meanwhile no healthy lease expires and every
 // deadline fires on time; when it unblocks, recovery catches up in bounded
-// batches.
+// batches, at most ScanBatches per tick with a pause between two.
 func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
+	t.Parallel()
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
 		c.Offline.Workers = -1
-		c.ScanBatch = 10
+		c.ScanBatch, c.ScanBatches = 10, 2
+		c.QueryTimeout = time.Hour // the stuck scan stays stuck however slow the machine
 	})
 	release := h.gate()
 	fs.Set("find_expired_leases", faultstore.BlockUntil(release.C))
+	running := make(chan string, 10)
 	h.rt.register("test.healthy", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		running <- inv.Task.ID
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
@@ -427,6 +444,7 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 		return nil, errors.New("no offline workers in this test")
 	})
 	tk := h.watchTicks()
+	h.svc.signals.recovery.paused.init()
 	h.start()
 	await(t, "heartbeat", tk.heartbeat)
 	await(t, "deadline", tk.deadline)
@@ -437,7 +455,7 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 	for i := range 3 {
 		healthy = append(healthy, h.submit(alice, fmt.Sprint("healthy-", i), "test.healthy", `1`).ID)
 	}
-	eventually(t, "healthy tasks to run", func() bool { return h.svc.leases.len() == 3 })
+	awaitN(t, "healthy tasks to run", running, 3)
 	// A running task that must time out at 65s, and a queued one at 45s.
 	timed, err := h.svc.Submit(ctx, alice, &SubmitRequest{IdempotencyKey: "timed", Workflow: "test.healthy", TimeoutMS: 65000})
 	if err != nil {
@@ -447,7 +465,7 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the timed task to run", func() bool { return h.svc.leases.len() == 4 })
+	awaitValue(t, "the timed task to run", running, timed.Task.ID)
 	// 25 tasks held by a node that died: their leases will expire.
 	for i := range 25 {
 		h.submit(alice, fmt.Sprint("dead-", i), "test.offline", `1`)
@@ -457,9 +475,12 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 		t.Fatalf("dead node claimed %d tasks (%v), want 26", len(dead), err)
 	}
 
+	// Five seconds at a time (one deadline tick each; the deadlines fall on
+	// steps), for more than three lease TTLs.
 	ttl := h.svc.cfg.LeaseTTL
-	for elapsed := time.Second; elapsed <= 3*ttl+10*time.Second; elapsed += time.Second {
-		h.clock.Advance(time.Second)
+	const step = 5 * time.Second
+	for elapsed := step; elapsed <= 3*ttl+10*time.Second; elapsed += step {
+		h.clock.Advance(step)
 		await(t, "deadline", tk.deadline)
 		if elapsed%h.svc.cfg.HeartbeatInterval == 0 {
 			await(t, "heartbeat", tk.heartbeat)
@@ -482,16 +503,21 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 		t.Fatalf("recover_leases called %d times while the scan was blocked", calls)
 	}
 
+	// The stuck tick ends (it scanned at time 0: nothing had expired). Its
+	// next tick is long overdue and starts at once: two batches of 10 (the
+	// cap), with a pause on the clock between them.
 	release.open()
 	await(t, "recovery (the blocked tick)", tk.recovery)
-	h.clock.Advance(h.svc.cfg.RecoveryInterval)
-	await(t, "recovery (catch-up)", tk.recovery)
-	// 25 dead leases with ScanBatch 10: three bounded batches (10, 10, 5).
-	if calls := fs.Calls("recover_leases"); calls != 3 {
-		t.Fatalf("recover_leases called %d times, want 3 batches", calls)
+	h.clock.Advance(await(t, "the pause between two batches", h.svc.signals.recovery.paused.ch))
+	await(t, "recovery (catch-up, capped)", tk.recovery)
+	if calls, n := fs.Calls("recover_leases"), metric(h.svc.metrics.LeasesRecovered, "requeued"); calls != 2 || n != 20 {
+		t.Fatalf("after the capped tick: %d batches requeued %v leases, want 2 batches of 10", calls, n)
 	}
-	if n := metric(h.svc.metrics.LeasesRecovered, "requeued"); n != 25 {
-		t.Fatalf("requeued %v leases, want 25", n)
+	// The rest waits for the next tick.
+	h.clock.Advance(h.svc.cfg.RecoveryInterval)
+	await(t, "recovery (the rest)", tk.recovery)
+	if calls, n := fs.Calls("recover_leases"), metric(h.svc.metrics.LeasesRecovered, "requeued"); calls != 3 || n != 25 {
+		t.Fatalf("after the next tick: %d batches requeued %v leases, want 3 batches and 25 leases", calls, n)
 	}
 	for _, id := range healthy {
 		if got := h.get(alice, id); got.State != dockettype.StateRunning || got.LeaseEpoch != 1 {
@@ -500,40 +526,70 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 	}
 }
 
+// TestExecutionServiceSchedulerPauseIsCancellable: Stop ends a scheduler
+// that is pausing between two batches at once, without the pause running
+// out (the harness moves the clock only through the pools' grace period).
+func TestExecutionServiceSchedulerPauseIsCancellable(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(h *harness, c *Config) {
+		c.Online.Workers, c.Offline.Workers = -1, -1
+		c.ScanBatch, c.ScanBatches, c.ScanPause = 1, 10, time.Hour
+	})
+	tk := h.watchTicks()
+	h.svc.signals.recovery.paused.init()
+	h.start()
+	await(t, "initial recovery", tk.recovery)
+	for i := range 3 {
+		h.submit(alice, fmt.Sprint("dead-", i), "test.echo", `1`)
+	}
+	if dead, err := h.store.Claim(context.Background(), &store.ClaimParams{Now: h.clock.Now(), Pool: dockettype.PoolOnline,
+		Owner: "dead-node", Limit: 3, LeaseTTL: h.svc.cfg.LeaseTTL}); err != nil || len(dead) != 3 {
+		t.Fatalf("dead node claimed %d tasks (%v), want 3", len(dead), err)
+	}
+	h.clock.Advance(h.svc.cfg.LeaseTTL + h.svc.cfg.RecoveryInterval)
+	await(t, "the pause after the first batch", h.svc.signals.recovery.paused.ch)
+	h.stop()
+	if n := metric(h.svc.metrics.LeasesRecovered, "requeued"); n != 1 {
+		t.Fatalf("requeued %v leases before Stop, want 1 (one batch of 1)", n)
+	}
+}
+
 // TestExecutionServicePoolIsolation: with the offline pool saturated and a
 // deep offline backlog, online tasks are claimed and finished at once (no
 // poll interval or clock movement needed): the pools share nothing.
 func TestExecutionServicePoolIsolation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
+	running := make(chan string, 10)
 	h.rt.register("test.slow", dockettype.PoolOffline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		running <- inv.Task.ID
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
 	h.start()
-	for i := range 300 {
-		h.submit(alice, fmt.Sprint("off-", i), "test.slow", `1`)
-	}
-	eventually(t, "the offline pool to be saturated", func() bool {
-		return h.svc.pools[dockettype.PoolOffline].free() == 0
-	})
-	for i := range 20 {
+	h.submitAll(alice, fresh(20, "off-", "test.slow", func(int) string { return `1` }))
+	awaitN(t, "the offline pool to be saturated", running, h.svc.cfg.Offline.Workers)
+	for i := range 10 {
 		task := h.submit(alice, fmt.Sprint("on-", i), "test.echo", `{"i":1}`)
 		h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
 	}
-	if free := h.svc.pools[dockettype.PoolOffline].free(); free != 0 {
+	if free := h.svc.run.pools[dockettype.PoolOffline].free(); free != 0 {
 		t.Fatalf("offline pool free slots = %d, want still saturated", free)
 	}
 }
 
 // TestExecutionServiceGracefulShutdown: Stop cancels tasks still running
-// after the grace period without failing them; their leases lapse and a new
-// node's recovery runs them again.
+// after the grace period and hands their leases back in the shutdown
+// itself: the task is queued at once with a shutdown event, the attempt is
+// not charged, and a new node runs it without waiting for a lease to lapse.
 func TestExecutionServiceGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
-	started := make(chan struct{}, 1)
+	running := make(chan string, 1)
+	var calls atomic.Int32
 	h.rt.register("test.long", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
-		if inv.Task.Attempt == 1 {
-			started <- struct{}{}
+		if calls.Add(1) == 1 {
+			running <- inv.Task.ID
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
@@ -541,27 +597,78 @@ func TestExecutionServiceGracefulShutdown(t *testing.T) {
 	})
 	h.start()
 	task := h.submit(alice, "long", "test.long", `1`)
-	<-started
+	await(t, "the task to run", running)
 	h.stop()
-	if got := h.get(alice, task.ID); got.State != dockettype.StateRunning {
-		t.Fatalf("after shutdown the task is %s, want still running (its lease lapses)", got.State)
+	got := h.get(alice, task.ID)
+	if got.State != dockettype.StateQueued || got.Attempt != 0 || got.Error != nil {
+		t.Fatalf("after shutdown the task is %s attempt %d error %+v, want queued with the attempt not charged", got.State, got.Attempt, got.Error)
 	}
-	// A new node on the same database.
-	h2 := &harness{t: t, store: h.store, st: h.store, rt: h.rt, clock: h.clock}
-	cfg := h.svc.cfg
-	cfg.NodeID = "node-b"
-	var err error
-	h2.svc, err = New(h.store, h.rt, cfg)
+	events, err := h.svc.Events(context.Background(), alice, task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if last := events[len(events)-1]; last.From != dockettype.StateRunning || last.To != dockettype.StateQueued || last.Code != dockettype.CodeShutdown {
+		t.Fatalf("last event %+v, want running→queued with code shutdown", last)
+	}
+	if n := metric(h.svc.metrics.LeasesReleased, "online"); n != 1 {
+		t.Fatalf("leases released = %v, want 1", n)
+	}
+	// A new node on the same database runs it at once: no clock moves.
+	h2 := h.node(h.store, nil).start()
+	got = h2.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
+	if string(got.Result) != `"resumed"` || got.Attempt != 1 {
+		t.Fatalf("result %s attempt %d, want the resumed result as attempt 1", got.Result, got.Attempt)
+	}
+	assertHistoryValid(t, h2, alice, task.ID)
+}
+
+// TestExecutionServiceStopAbandonsStuckWorker: a workflow that ignores its
+// context does not hold Stop beyond the grace period plus ShutdownAbandon:
+// it is abandoned and counted, its lease lapses, and another node's
+// recovery runs the task again (that attempt is charged).
+func TestExecutionServiceStopAbandonsStuckWorker(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(h *harness, c *Config) { c.ShutdownAbandon = 5 * time.Second })
+	stuck := h.gate()
+	running := make(chan string, 1)
+	var calls atomic.Int32
+	h.rt.register("test.stuck", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		if calls.Add(1) == 1 {
+			running <- inv.Task.ID
+			<-stuck.C // ignores its context
+			return json.RawMessage(`"too late"`), nil
+		}
+		return json.RawMessage(`"second"`), nil
+	})
+	h.start()
+	task := h.submit(alice, "stuck", "test.stuck", `1`)
+	await(t, "the task to run", running)
+	stopped := make(chan struct{})
+	go func() {
+		h.svc.Stop()
+		close(stopped)
+	}()
+	// Only the online pool has a task, so only it arms the two timers.
+	h.clock.Advance(await(t, "the grace timer", h.svc.signals.grace.ch).D)
+	h.clock.Advance(await(t, "the abandon timer", h.svc.signals.abandon.ch).D)
+	await(t, "Stop to return", stopped)
+	if n := metric(h.svc.metrics.WorkersAbandoned, "online"); n != 1 {
+		t.Fatalf("workers abandoned = %v, want 1", n)
+	}
+	if got := h.get(alice, task.ID); got.State != dockettype.StateRunning || got.Attempt != 1 {
+		t.Fatalf("after Stop the abandoned task is %s attempt %d, want running (its lease lapses)", got.State, got.Attempt)
+	}
+	stuck.open() // the abandoned worker returns; its result has nowhere to go
+
+	h2 := h.node(h.store, nil)
 	tk := h2.watchTicks()
 	h2.start()
 	await(t, "recovery", tk.recovery)
-	h.clock.Advance(cfg.LeaseTTL + cfg.RecoveryInterval)
+	h.clock.Advance(h.svc.cfg.LeaseTTL + h.svc.cfg.RecoveryInterval)
 	await(t, "recovery", tk.recovery)
 	got := h2.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
-	if string(got.Result) != `"resumed"` {
-		t.Fatalf("result %s", got.Result)
+	if string(got.Result) != `"second"` || got.Attempt != 2 {
+		t.Fatalf("result %s attempt %d, want the second attempt's result", got.Result, got.Attempt)
 	}
+	assertHistoryValid(t, h2, alice, task.ID)
 }

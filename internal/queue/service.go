@@ -4,59 +4,70 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
-	"sync/atomic"
-
-	"github.com/jonboulle/clockwork"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
 )
 
+// Store is what the ExecutionService needs from persistence: the API's
+// reads, admission, cancellation, evidence writes and readiness, and Fork,
+// which gives each pool and scheduler its own connection budget. Each
+// component then declares the few calls it makes (claimer, finisher,
+// leaseRecoverer, …) and gets its fork as that. Every store.Store is one.
+type Store interface {
+	Admit(ctx context.Context, params *store.AdmitParams) ([]store.AdmitResult, error)
+	AppendEvidence(ctx context.Context, params *store.AppendEvidenceParams) error
+	Cancel(ctx context.Context, params *store.CancelParams) (*store.CancelResult, error)
+	GetTask(ctx context.Context, params *store.GetTaskParams) (*dockettype.Task, error)
+	ListTasks(ctx context.Context, params *store.ListTasksParams) ([]*dockettype.Task, error)
+	ListEvents(ctx context.Context, params *store.GetTaskParams) ([]dockettype.Event, error)
+	ListEvidence(ctx context.Context, params *store.GetTaskParams) ([]dockettype.Evidence, error)
+	Ping(ctx context.Context) error
+	Fork(name string, opts store.ForkOptions) (store.Store, error)
+}
+
 // Service is the ExecutionService: admission, reads and cancellation for the
 // API, plus the pools and schedulers that run tasks.
+//
+// New builds what lives as long as the Service: the admitter, the lease
+// registry, the long-poll waiters and the pools' wake-ups. Start forks the
+// store and builds the running parts, each given its fork and the few
+// collaborators it uses; Stop stops and drops them.
 type Service struct {
+	baseService
 	cfg     Config
-	store   store.Store // the API's handle; pools and schedulers use forks
+	store   Store // the API's handle; pools and schedulers use forks
 	runtime Runtime
-	clock   clockwork.Clock
-	log     *slog.Logger
 	metrics *metrics.Metrics
 
-	leases  *leaseRegistry
-	waiters *waiters
+	leases   *leaseRegistry
+	waiters  *waiters
+	admitter *admitter
+	wakeups  map[dockettype.Pool]*wakeup
+	draining *drainSignal
 
-	admitter  *admitter
-	completer *completer
-	pools     map[dockettype.Pool]*pool
-	recovery  *RecoveryScheduler
-	heartbeat *HeartbeatScheduler
-	deadline  *DeadlineScheduler
+	// signals lets tests wait on the components; set before Start.
+	signals *testSignals
 
-	mu      sync.Mutex
-	started bool
-	forks   []store.Store
-
-	// draining fires when Drain or Stop begins: long polls answer at once
-	// and the completer stops retrying. A new one is made at each Start.
-	draining atomic.Pointer[signal]
+	mu  sync.Mutex
+	run *running // nil when stopped
 }
 
-// signal is a one-shot broadcast.
-type signal struct {
-	once sync.Once
-	ch   chan struct{}
+// running is what Start builds and Stop tears down.
+type running struct {
+	forks      []store.Store
+	completers map[dockettype.Pool]*completer
+	pools      map[dockettype.Pool]*pool
+	recovery   *RecoveryScheduler
+	heartbeat  *HeartbeatScheduler
+	deadline   *DeadlineScheduler
 }
-
-func newSignal() *signal { return &signal{ch: make(chan struct{})} }
-
-func (s *signal) fire()                 { s.once.Do(func() { close(s.ch) }) }
-func (s *signal) done() <-chan struct{} { return s.ch }
 
 // New builds a Service. It starts nothing: call Start.
-func New(st store.Store, rt Runtime, cfg Config) (*Service, error) {
+func New(st Store, rt Runtime, cfg Config) (*Service, error) {
 	if st == nil || rt == nil {
 		return nil, errors.New("queue: store and runtime are required")
 	}
@@ -64,25 +75,21 @@ func New(st store.Store, rt Runtime, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg:     cfg,
-		store:   st,
-		runtime: rt,
-		clock:   cfg.Clock,
-		log:     cfg.Logger.With("component", "queue"),
-		metrics: cfg.Metrics,
-		leases:  newLeaseRegistry(),
-		waiters: newWaiters(),
+		baseService: newBaseService(cfg.Logger, cfg.Clock, "queue"),
+		cfg:         cfg,
+		store:       st,
+		runtime:     rt,
+		metrics:     cfg.Metrics,
+		leases:      newLeaseRegistry(),
+		draining:    newDrainSignal(),
+		wakeups:     map[dockettype.Pool]*wakeup{},
+		signals:     &testSignals{},
 	}
-	s.admitter = newAdmitter(s)
-	s.completer = newCompleter(s)
-	s.pools = map[dockettype.Pool]*pool{}
+	s.waiters = newWaiters()
+	s.admitter = newAdmitter(newBaseService(cfg.Logger, cfg.Clock, "admitter"), st, cfg.AdmitBatch, cfg.QueryTimeout)
 	for _, p := range dockettype.Pools {
-		s.pools[p] = newPool(s, p, cfg.pool(p))
+		s.wakeups[p] = newWakeup()
 	}
-	s.draining.Store(newSignal())
-	s.recovery = newRecoveryScheduler(s)
-	s.heartbeat = newHeartbeatScheduler(s)
-	s.deadline = newDeadlineScheduler(s)
 	return s, nil
 }
 
@@ -92,106 +99,155 @@ func (s *Service) Config() Config { return s.cfg }
 // Metrics returns the service's collectors.
 func (s *Service) Metrics() *metrics.Metrics { return s.metrics }
 
-// Start starts admission, the completer, both pools and the three
+// Start starts admission, each pool with its own completer, and the three
 // schedulers, each on its own store fork (its connection budget).
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
+	if s.run != nil {
 		return nil
 	}
-	fork := func(name string, conns int) (store.Store, error) {
-		f, err := s.store.Fork(name, store.ForkOptions{MaxConns: conns, Background: name == "pool-"+string(dockettype.PoolOffline)})
-		if err != nil {
-			return nil, fmt.Errorf("queue: fork store for %s: %w", name, err)
-		}
-		s.forks = append(s.forks, f)
-		return f, nil
+	s.draining.reset()
+	r, err := s.build()
+	if err != nil {
+		return err
 	}
-	s.draining.Store(newSignal())
-	var err error
-	if s.recovery.store, err = fork("recovery", 1); err != nil {
-		return s.abortStart(err)
-	}
-	if s.heartbeat.store, err = fork("heartbeat", 1); err != nil {
-		return s.abortStart(err)
-	}
-	if s.deadline.store, err = fork("deadline", 1); err != nil {
-		return s.abortStart(err)
-	}
+	starts := []func(context.Context) error{s.admitter.Start}
 	for _, p := range dockettype.Pools {
-		if s.pools[p].store, err = fork("pool-"+string(p), 2); err != nil {
-			return s.abortStart(err)
-		}
+		starts = append(starts, r.completers[p].Start, r.pools[p].Start)
 	}
-	starts := []func(context.Context) error{
-		s.admitter.Start, s.completer.Start,
-		s.pools[dockettype.PoolOnline].Start, s.pools[dockettype.PoolOffline].Start,
-		s.recovery.Start, s.heartbeat.Start, s.deadline.Start,
-	}
+	starts = append(starts, r.recovery.Start, r.heartbeat.Start, r.deadline.Start)
 	for _, start := range starts {
 		if err := start(ctx); err != nil {
-			s.stopAll()
-			return s.abortStart(err)
+			s.stopAll(r)
+			return err
 		}
 	}
-	s.started = true
+	s.run = r
 	return nil
 }
 
-func (s *Service) abortStart(err error) error {
-	for _, f := range s.forks {
-		_ = f.Close()
+// build forks the store and wires the running components. It starts no
+// goroutine.
+func (s *Service) build() (*running, error) {
+	cfg := s.cfg
+	r := &running{completers: map[dockettype.Pool]*completer{}, pools: map[dockettype.Pool]*pool{}}
+	fork := func(name string, opts store.ForkOptions) (store.Store, error) {
+		f, err := s.store.Fork(name, opts)
+		if err != nil {
+			return nil, fmt.Errorf("queue: fork store for %s: %w", name, err)
+		}
+		r.forks = append(r.forks, f)
+		return f, nil
 	}
-	s.forks = nil
-	return err
+	base := func(name string, attrs ...any) baseService {
+		return newBaseService(cfg.Logger, cfg.Clock, name, attrs...)
+	}
+	sched := func(interval time.Duration) schedulerConfig {
+		return schedulerConfig{Interval: interval, QueryTimeout: cfg.QueryTimeout, Jitter: !cfg.noJitter}
+	}
+	scan := scanConfig{Batch: cfg.ScanBatch, Batches: cfg.ScanBatches, Pause: cfg.ScanPause}
+
+	fail := func(err error) (*running, error) {
+		closeForks(r.forks)
+		return nil, err
+	}
+	for _, p := range dockettype.Pools {
+		// The pool's claims and its completer's finishes share the pool's
+		// fork; the offline pool's writes are background writes.
+		f, err := fork("pool-"+string(p), store.ForkOptions{MaxConns: 2, Background: p == dockettype.PoolOffline})
+		if err != nil {
+			return fail(err)
+		}
+		c := newCompleter(base("completer", "pool", p), p, f, s.leases, s.waiters, s.metrics, s.draining,
+			completerConfig{Batch: cfg.FinishBatch, QueryTimeout: cfg.QueryTimeout}, s.signals)
+		w := newWorker(base("worker", "pool", p), p, s.runtime, s.store, s.leases, c, s.metrics,
+			workerConfig{RetryBackoffBase: cfg.RetryBackoffBase, RetryBackoffMax: cfg.RetryBackoffMax, QueryTimeout: cfg.QueryTimeout}, s.signals)
+		pc := cfg.pool(p)
+		r.completers[p] = c
+		r.pools[p] = newPool(base("pool", "pool", p), p, f, w, s.metrics, s.wakeups[p], poolConfig{
+			NodeID: cfg.NodeID, Workers: pc.Workers, ClaimBatch: cfg.ClaimBatch, LeaseTTL: cfg.LeaseTTL,
+			PollInterval: cfg.PollInterval, QueryTimeout: cfg.QueryTimeout,
+			ShutdownGrace: cfg.ShutdownGrace, ShutdownAbandon: cfg.ShutdownAbandon,
+		}, s.signals)
+	}
+	one := store.ForkOptions{MaxConns: 1}
+	f, err := fork("recovery", one)
+	if err != nil {
+		return fail(err)
+	}
+	wakeups := make([]*wakeup, 0, len(s.wakeups))
+	for _, p := range dockettype.Pools {
+		wakeups = append(wakeups, s.wakeups[p])
+	}
+	r.recovery = newRecoveryScheduler(base("recovery"), sched(cfg.RecoveryInterval), scan, f,
+		s.leases, s.waiters, wakeups, s.metrics, &s.signals.recovery)
+	if f, err = fork("heartbeat", one); err != nil {
+		return fail(err)
+	}
+	r.heartbeat = newHeartbeatScheduler(base("heartbeat"), sched(cfg.HeartbeatInterval), cfg.LeaseTTL, cfg.HeartbeatBatch, f,
+		s.leases, s.metrics, &s.signals.heartbeat)
+	if f, err = fork("deadline", one); err != nil {
+		return fail(err)
+	}
+	r.deadline = newDeadlineScheduler(base("deadline"), sched(cfg.DeadlineInterval), scan, f,
+		s.leases, s.waiters, s.metrics, &s.signals.deadline)
+	return r, nil
 }
 
 // Stop stops claiming, lets running tasks finish for up to ShutdownGrace,
-// cancels the rest (their leases lapse and recovery re-queues them), flushes
-// finished outcomes and stops the schedulers. It is idempotent.
+// cancels the rest (their leases are handed back: the tasks are queued at
+// once, the attempt not charged), abandons workers that ignore cancellation
+// for ShutdownAbandon more (their leases lapse), flushes finished outcomes
+// and stops the schedulers. It is idempotent.
 func (s *Service) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.started {
+	if s.run == nil {
 		return
 	}
 	s.Drain()
-	s.stopAll()
-	for _, f := range s.forks {
-		_ = f.Close()
-	}
-	s.forks = nil
-	s.started = false
+	s.stopAll(s.run)
+	s.run = nil
 }
 
-func (s *Service) stopAll() {
+// stopAll stops the pools (concurrently: each has its own grace period),
+// then their completers, which write what the workers handed over, then
+// the rest, and releases the forks.
+func (s *Service) stopAll(r *running) {
 	var wg sync.WaitGroup
-	for _, p := range s.pools {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.Stop()
-		}()
+	for _, p := range r.pools {
+		wg.Go(p.Stop)
 	}
 	wg.Wait()
-	s.completer.Stop()
+	for _, c := range r.completers {
+		c.Stop()
+	}
 	s.admitter.Stop()
-	s.recovery.Stop()
-	s.heartbeat.Stop()
-	s.deadline.Stop()
+	r.recovery.Stop()
+	r.heartbeat.Stop()
+	r.deadline.Stop()
+	// Leases still held belong to abandoned workers or unwritten outcomes:
+	// they lapse, and recovery runs those tasks again.
+	s.leases.clear()
+	closeForks(r.forks)
+}
+
+func closeForks(forks []store.Store) {
+	for _, f := range forks {
+		_ = f.Close()
+	}
 }
 
 // Drain prepares for shutdown: long polls answer at once with the task as
 // it is, so that an HTTP server can finish its requests. Stop calls it too.
-func (s *Service) Drain() { s.draining.Load().fire() }
-
-// drainingC is closed once Drain or Stop has begun.
-func (s *Service) drainingC() <-chan struct{} { return s.draining.Load().done() }
+func (s *Service) Drain() { s.draining.fire() }
 
 // Ready reports whether the store answers.
 func (s *Service) Ready(ctx context.Context) error {
-	if err := s.store.Ping(ctx); err != nil {
+	qctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+	defer cancel()
+	if err := s.store.Ping(qctx); err != nil {
 		return s.storeFailure(ctx, "ping", err)
 	}
 	return nil
@@ -199,13 +255,13 @@ func (s *Service) Ready(ctx context.Context) error {
 
 // wake tells a pool that work may be ready.
 func (s *Service) wake(p dockettype.Pool) {
-	if pl, ok := s.pools[p]; ok {
-		pl.wake()
+	if w, ok := s.wakeups[p]; ok {
+		w.wake()
 	}
 }
 
 func (s *Service) wakeAll() {
-	for _, pl := range s.pools {
-		pl.wake()
+	for _, w := range s.wakeups {
+		w.wake()
 	}
 }

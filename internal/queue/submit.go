@@ -72,11 +72,17 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 	if req.Pool != "" && !req.Pool.Valid() {
 		return nil, invalid(`pool must be "online" or "offline"`)
 	}
-	if req.TimeoutMS < 0 || time.Duration(req.TimeoutMS)*time.Millisecond > s.cfg.MaxTimeout {
+	// Milliseconds against milliseconds: a Duration made of a huge
+	// timeout_ms would overflow before the comparison.
+	if req.TimeoutMS < 0 || req.TimeoutMS > s.cfg.MaxTimeout.Milliseconds() {
 		return nil, invalid(fmt.Sprintf("timeout_ms must be between 1 and %d (0 or absent: the default)", s.cfg.MaxTimeout.Milliseconds()))
 	}
 	if req.Priority < MinPriority || req.Priority > MaxPriority {
 		return nil, invalid(fmt.Sprintf("priority must be between %d and %d", MinPriority, MaxPriority))
+	}
+	now := s.clock.Now()
+	if !req.RunAt.IsZero() && req.RunAt.After(now.Add(s.cfg.MaxScheduleAhead)) {
+		return nil, invalid(fmt.Sprintf("run_at must be at most %s ahead", s.cfg.MaxScheduleAhead))
 	}
 	if req.MaxAttempts < 0 || req.MaxAttempts > s.cfg.MaxAttemptsLimit {
 		return nil, invalid(fmt.Sprintf("max_attempts must be between 1 and %d (0 or absent: the default)", s.cfg.MaxAttemptsLimit))
@@ -120,6 +126,11 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 	if err != nil {
 		return nil, s.reject(dockettype.CodeInternal, "could not make a task id", 0)
 	}
+	// A scheduled task's deadline counts from when it may start.
+	start := now
+	if req.RunAt.After(now) {
+		start = req.RunAt
+	}
 	return &store.AdmitItem{
 		TaskID:         id.String(),
 		Tenant:         p.Tenant,
@@ -130,7 +141,8 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		Pool:           pool,
 		Priority:       req.Priority,
 		MaxAttempts:    maxAttempts,
-		DeadlineAt:     s.clock.Now().Add(timeout),
+		DeadlineAt:     start.Add(timeout),
+		RunAt:          req.RunAt,
 		TraceID:        traceID,
 		ConfigVersion:  res.ConfigVersion,
 		Input:          input,
@@ -154,6 +166,11 @@ func requestHash(req *SubmitRequest, compactInput []byte) string {
 	field([]byte(req.Pool))
 	field(fmt.Appendf(nil, "%d/%d/%d", req.TimeoutMS, req.Priority, req.MaxAttempts))
 	field(compactInput)
+	if !req.RunAt.IsZero() {
+		// Only when set, so that the hash of a request without run_at is
+		// the one earlier versions stored.
+		field([]byte("run_at=" + req.RunAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

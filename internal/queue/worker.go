@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -16,44 +15,104 @@ import (
 // errPanic marks an attempt that panicked; the panic value is never logged.
 var errPanic = errors.New("workflow panicked")
 
-// execute runs one claimed attempt and hands its outcome to the completer.
-func (s *Service) execute(ctx context.Context, c *store.ClaimedTask) {
+// worker runs claimed attempts of one pool: it registers the attempt's
+// lease for heartbeats, invokes the runtime under the task's deadline,
+// decides the outcome (success, retry with backoff, failure) and hands it
+// to its pool's completer. A pool runs each attempt on its own goroutine
+// through the same worker.
+type worker struct {
+	baseService
+	pool      dockettype.Pool
+	runtime   Runtime
+	evidence  evidenceAppender
+	leases    *leaseRegistry
+	completer *completer
+	metrics   *metrics.Metrics
+	cfg       workerConfig
+
+	done *testSignal[string]
+}
+
+// workerConfig is the part of the Config a worker reads.
+type workerConfig struct {
+	RetryBackoffBase time.Duration
+	RetryBackoffMax  time.Duration
+	QueryTimeout     time.Duration // per evidence write
+}
+
+func newWorker(base baseService, pool dockettype.Pool, rt Runtime, ev evidenceAppender, leases *leaseRegistry,
+	c *completer, m *metrics.Metrics, cfg workerConfig, sig *testSignals) *worker {
+	return &worker{
+		baseService: base,
+		pool:        pool,
+		runtime:     rt,
+		evidence:    ev,
+		leases:      leases,
+		completer:   c,
+		metrics:     m,
+		cfg:         cfg,
+		done:        &sig.workerDone,
+	}
+}
+
+// start registers a claimed attempt's lease, so that heartbeats renew it
+// and cancel, timeout or a refused heartbeat can stop it, and returns the
+// function that runs the attempt (on a goroutine of the pool's). parent is
+// cancelled, with errShutdown, by the pool's Stop.
+func (w *worker) start(parent context.Context, c *store.ClaimedTask) func() {
+	ctx, cancel := context.WithCancelCause(parent)
+	w.leases.add(c.Lease(), cancel)
+	return func() {
+		defer cancel(nil)
+		w.work(ctx, cancel, c)
+	}
+}
+
+// work runs one attempt and hands its outcome to the completer.
+func (w *worker) work(runCtx context.Context, cancel context.CancelCauseFunc, c *store.ClaimedTask) {
 	lease := c.Lease()
 	task := c.Task
+	defer w.done.signal(task.ID)
 	// The task's own deadline stops the worker even if this node's deadline
 	// scheduler is slow. (clockwork.WithDeadline is not used: its fake-clock
 	// context blocks in Err until done.)
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	timer := s.clock.AfterFunc(task.DeadlineAt.Sub(s.clock.Now()), func() { cancel(errTimedOut) })
+	timer := w.clock.AfterFunc(task.DeadlineAt.Sub(w.clock.Now()), func() { cancel(errTimedOut) })
 	defer timer.Stop()
-	result, err := s.invoke(runCtx, c)
-	s.leases.remove(lease)
+	result, err := w.invoke(runCtx, c)
 
-	if err != nil && runCtx.Err() != nil {
-		// Stopped by cancel, deadline, lease loss or shutdown: the state is
-		// decided elsewhere (or, for shutdown, by recovery). Not a failure.
-		return
-	}
-	item := store.FinishItem{Lease: lease}
+	req := &finishRequest{item: store.FinishItem{Lease: lease}, workflow: task.Workflow, traceID: task.TraceID, tenant: task.Tenant}
 	switch {
+	case err != nil && runCtx.Err() != nil:
+		if !errors.Is(context.Cause(runCtx), errShutdown) {
+			// Stopped by cancel, deadline or lease loss: the task's state
+			// was decided elsewhere. Not a failure.
+			w.leases.remove(lease)
+			return
+		}
+		// The node is shutting down: hand the lease back so that the task
+		// runs again at once, this attempt not charged.
+		req.item.Kind, req.item.Code = store.FinishRelease, dockettype.CodeShutdown
 	case err == nil:
-		item.Kind, item.Result = store.FinishSucceed, result
+		req.item.Kind, req.item.Result = store.FinishSucceed, result
 	default:
-		code, retryable := s.classify(task, err)
-		item.Code = code
+		code, retryable := w.classify(runCtx, task, err)
+		req.item.Code, req.item.Message = code, failureMessage(code, err)
 		if retryable && task.Attempt < task.MaxAttempts {
-			item.Kind = store.FinishRetry
-			item.RunAfter = s.clock.Now().Add(s.backoff(task.Attempt))
+			req.item.Kind = store.FinishRetry
+			req.item.RunAfter = w.clock.Now().Add(w.backoff(task.Attempt))
 		} else {
-			item.Kind = store.FinishFail
+			req.item.Kind = store.FinishFail
 		}
 	}
-	s.completer.enqueue(&finishRequest{item: item, pool: task.Pool, workflow: task.Workflow, traceID: task.TraceID})
+	// The lease stays registered (and heartbeated) until the completer has
+	// written the outcome.
+	if !w.completer.enqueue(req) {
+		w.leases.remove(lease) // the completer stopped: the lease lapses
+	}
 }
 
 // invoke calls the runtime, turning a panic into errPanic.
-func (s *Service) invoke(ctx context.Context, c *store.ClaimedTask) (result json.RawMessage, err error) {
+func (w *worker) invoke(ctx context.Context, c *store.ClaimedTask) (result json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = nil, errPanic
@@ -62,9 +121,9 @@ func (s *Service) invoke(ctx context.Context, c *store.ClaimedTask) (result json
 	inv := &Invocation{
 		Task:     *c.Task,
 		Input:    json.RawMessage(c.Input),
-		Evidence: &fencedEvidence{svc: s, lease: c.Lease()},
+		Evidence: newFencedEvidence(w.baseService, w.evidence, w.metrics, c.Lease(), w.cfg.QueryTimeout),
 	}
-	result, err = s.runtime.Run(ctx, inv)
+	result, err = w.runtime.Run(ctx, inv)
 	if err == nil && result != nil && !json.Valid(result) {
 		return nil, &dockettype.Failure{Code: dockettype.CodeWorkflowError}
 	}
@@ -73,13 +132,13 @@ func (s *Service) invoke(ctx context.Context, c *store.ClaimedTask) (result json
 
 // classify maps an attempt's error to a code and whether to retry, counting
 // panics and unexpected errors. Codes only: never the error's text.
-func (s *Service) classify(task *dockettype.Task, err error) (dockettype.Code, bool) {
-	log := s.log.With("task_id", task.ID, "tenant", task.Tenant, "trace_id", task.TraceID, "workflow", task.Workflow)
+func (w *worker) classify(ctx context.Context, task *dockettype.Task, err error) (dockettype.Code, bool) {
 	var f *dockettype.Failure
 	switch {
 	case errors.Is(err, errPanic):
-		s.metrics.WorkerPanics.WithLabelValues(task.Workflow).Inc()
-		log.Error("workflow panicked", "code", dockettype.CodeWorkerPanic)
+		w.metrics.WorkerPanics.WithLabelValues(task.Workflow).Inc()
+		w.log.ErrorContext(ctx, "workflow panicked", "code", dockettype.CodeWorkerPanic,
+			"task_id", task.ID, "tenant", task.Tenant, "trace_id", task.TraceID, "workflow", task.Workflow)
 		return dockettype.CodeWorkerPanic, true
 	case errors.As(err, &f):
 		code := f.Code
@@ -94,8 +153,9 @@ func (s *Service) classify(task *dockettype.Task, err error) (dockettype.Code, b
 		// An evidence write failed: counted where it failed; retry the attempt.
 		return dockettype.CodeStoreUnavailable, true
 	default:
-		s.metrics.WorkerErrors.WithLabelValues(task.Workflow, metrics.CodeLabel(dockettype.CodeWorkflowError)).Inc()
-		log.Warn("workflow returned an unexpected error", "code", dockettype.CodeWorkflowError)
+		w.metrics.WorkerErrors.WithLabelValues(task.Workflow, metrics.CodeLabel(dockettype.CodeWorkflowError)).Inc()
+		w.log.WarnContext(ctx, "workflow returned an unexpected error", "code", dockettype.CodeWorkflowError,
+			"task_id", task.ID, "tenant", task.Tenant, "trace_id", task.TraceID, "workflow", task.Workflow)
 		return dockettype.CodeWorkflowError, true
 	}
 }
@@ -118,42 +178,12 @@ func validWorkflowCode(c dockettype.Code) bool {
 // backoff is the delay before retry number attempt: exponential from
 // RetryBackoffBase, capped at RetryBackoffMax, with ±20% jitter so that
 // tasks failing together do not retry together.
-func (s *Service) backoff(attempt int) time.Duration {
-	d := s.cfg.RetryBackoffBase
-	for i := 1; i < attempt && d < s.cfg.RetryBackoffMax; i++ {
+func (w *worker) backoff(attempt int) time.Duration {
+	d := w.cfg.RetryBackoffBase
+	for i := 1; i < attempt && d < w.cfg.RetryBackoffMax; i++ {
 		d *= 2
 	}
-	d = min(d, s.cfg.RetryBackoffMax)
+	d = min(d, w.cfg.RetryBackoffMax)
 	jitter := time.Duration(rand.Int64N(int64(d)/5+1)) * 2
 	return d - d/5 + jitter
-}
-
-// fencedEvidence writes evidence under one attempt's lease.
-type fencedEvidence struct {
-	svc   *Service
-	lease store.Lease
-}
-
-func (e *fencedEvidence) WriteEvidence(ctx context.Context, items []dockettype.EvidenceItem) error {
-	params := &store.AppendEvidenceParams{Now: e.svc.clock.Now(), Lease: e.lease}
-	for _, it := range items {
-		if !json.Valid(it.Body) {
-			return fmt.Errorf("evidence %q: body is not valid JSON", it.Kind)
-		}
-		params.Items = append(params.Items, store.EvidenceItem{Kind: it.Kind, Body: it.Body})
-	}
-	qctx, cancel := context.WithTimeout(ctx, e.svc.cfg.QueryTimeout)
-	defer cancel()
-	err := e.svc.store.AppendEvidence(qctx, params)
-	switch {
-	case errors.Is(err, store.ErrStaleLease):
-		e.svc.metrics.FencingRejections.WithLabelValues("evidence").Inc()
-		e.svc.log.WarnContext(ctx, "evidence write fenced", "code", dockettype.CodeStaleLease, "task_id", e.lease.TaskID)
-		return err
-	case err != nil:
-		e.svc.metrics.StoreErrors.WithLabelValues("append_evidence").Inc()
-		e.svc.log.WarnContext(ctx, "evidence write failed", "code", dockettype.CodeStoreUnavailable, "task_id", e.lease.TaskID)
-		return fmt.Errorf("write evidence: %w", store.ErrUnavailable)
-	}
-	return nil
 }

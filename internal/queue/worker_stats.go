@@ -12,13 +12,21 @@ type WorkerStats struct {
 // WorkerStats returns each pool's workers and how many are busy, in
 // dockettype.Pools order. Safe to call at any time, from any goroutine.
 func (s *Service) WorkerStats() []WorkerStats {
+	s.mu.Lock()
+	var pools map[dockettype.Pool]*pool
+	if s.run != nil {
+		pools = s.run.pools
+	}
+	s.mu.Unlock()
 	out := make([]WorkerStats, 0, len(dockettype.Pools))
 	for _, name := range dockettype.Pools {
-		p := s.pools[name]
-		p.mu.Lock()
-		busy := p.running
-		p.mu.Unlock()
-		out = append(out, WorkerStats{Pool: name, Workers: p.workers, Busy: busy})
+		ws := WorkerStats{Pool: name, Workers: max(s.cfg.pool(name).Workers, 0)}
+		if p := pools[name]; p != nil {
+			p.mu.Lock()
+			ws.Busy = p.running
+			p.mu.Unlock()
+		}
+		out = append(out, ws)
 	}
 	return out
 }

@@ -39,9 +39,18 @@ type Options struct {
 	// API configures the handler. Logger and Metrics default to the
 	// stack's, Tenants to its store.
 	API httpapi.Options
+	// Store, when set, is the store the stack runs on (see
+	// ForEachDatabase) instead of a new SQLite database; the caller closes
+	// it, after the stack.
+	Store store.Store
 	// WrapStore, when set, wraps the store the service and the
 	// authenticator use (e.g. a faultstore.Store; see FailTasks).
 	WrapStore func(store.Store) store.Store
+	// KeyCacheTTL, when set, makes the authenticator cache resolved keys
+	// for that long (auth.Authenticator.WithCache) on KeyCacheClock
+	// (default the real clock).
+	KeyCacheTTL   time.Duration
+	KeyCacheClock clockwork.Clock
 	// WrapRuntime, when set, wraps the demo runtime (e.g. to signal when a
 	// task starts).
 	WrapRuntime func(queue.Runtime) queue.Runtime
@@ -83,11 +92,15 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 			s.Close()
 		}
 	}()
-	s.Store, err = sqlite.Open(ctx, filepath.Join(dir, "d.db"), sqlite.Options{Synchronous: "normal"})
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	if opts.Store != nil {
+		s.Store = opts.Store
+	} else {
+		s.Store, err = sqlite.Open(ctx, filepath.Join(dir, "d.db"), sqlite.Options{Synchronous: "normal"})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		s.closers = append(s.closers, func() { _ = s.Store.Close() })
 	}
-	s.closers = append(s.closers, func() { _ = s.Store.Close() })
 	var st store.Store = s.Store
 	if opts.WrapStore != nil {
 		st = opts.WrapStore(st)
@@ -131,13 +144,34 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 	if api.Metrics == nil {
 		api.Metrics = s.Metrics
 	}
-	if api.Tenants == nil {
-		api.Tenants = st
+	if api.Admin == nil {
+		api.Admin = st
 	}
-	s.Server = httptest.NewServer(httpapi.New(s.Service, auth.NewAuthenticator(st), api))
+	if api.Node == nil {
+		api.Node = s.Service
+	}
+	authn := auth.NewAuthenticator(st)
+	if opts.KeyCacheTTL > 0 {
+		clock := opts.KeyCacheClock
+		if clock == nil {
+			clock = clockwork.NewRealClock()
+		}
+		authn = authn.WithCache(opts.KeyCacheTTL, clock)
+	}
+	s.Server = httptest.NewServer(httpapi.New(s.Service, authn, api))
 	s.closers = append(s.closers, s.Server.Close)
 	s.URL = s.Server.URL
 	return s, nil
+}
+
+// NewAdminKeyFor is NewAdminKey that fails t on an error.
+func (s *Stack) NewAdminKeyFor(t testing.TB, tenant, principal string) string {
+	t.Helper()
+	key, err := s.NewAdminKey(context.Background(), tenant, principal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
 }
 
 // NewKey creates a member API key for (tenant, principal).

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
@@ -32,18 +33,30 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) ([]store.AdmitR
 		return []store.AdmitResult{}, nil
 	}
 	var out []store.AdmitResult
+	var created []string
 	err := s.b.Write(ctx, "admit", func(tx Tx) error {
 		var err error
-		out, err = admit(tx, p)
+		out, created, err = admit(tx, p, s.known)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	for _, t := range created {
+		s.tenants.Store(t, true) // committed: known from now on
+	}
 	return out, nil
 }
 
-func admit(tx Tx, p *store.AdmitParams) ([]store.AdmitResult, error) {
+// known reports whether a tenant is known to exist with its counter rows.
+func (s *Store) known(tenant string) bool {
+	_, ok := s.tenants.Load(tenant)
+	return ok
+}
+
+// admit decides and writes one batch; it returns the answers and the
+// tenants it made sure exist.
+func admit(tx Tx, p *store.AdmitParams, known func(string) bool) ([]store.AdmitResult, []string, error) {
 	items := p.Items
 	out := make([]store.AdmitResult, len(items))
 	keyOf := func(it *store.AdmitItem) TenantKey { return TenantKey{it.Tenant, it.IdempotencyKey} }
@@ -55,7 +68,7 @@ func admit(tx Tx, p *store.AdmitParams) ([]store.AdmitResult, error) {
 	}
 	bound, err := tx.Bindings(keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	// The candidates: items whose key is not bound yet.
@@ -70,11 +83,19 @@ func admit(tx Tx, p *store.AdmitParams) ([]store.AdmitResult, error) {
 	pools, tenants = sortedUnique(pools), sortedUnique(tenants)
 	var gates *Gates
 	if len(pools) > 0 {
-		if err := tx.EnsureTenants(tenants, p.NewTenantLimit, p.Now); err != nil {
-			return nil, err
+		var unknown []string
+		for _, t := range tenants {
+			if !known(t) {
+				unknown = append(unknown, t)
+			}
+		}
+		if len(unknown) > 0 {
+			if err := tx.EnsureTenants(unknown, p.NewTenantLimit, p.Now); err != nil {
+				return nil, nil, err
+			}
 		}
 		if gates, err = tx.LockGates(pools, tenants); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
@@ -120,7 +141,7 @@ func admit(tx Tx, p *store.AdmitParams) ([]store.AdmitResult, error) {
 		}
 		inserted, err := tx.InsertBindings(rows, p.Now)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(inserted) < len(rows) {
 			var lost []TenantKey
@@ -131,7 +152,7 @@ func admit(tx Tx, p *store.AdmitParams) ([]store.AdmitResult, error) {
 			}
 			winners, err := tx.Bindings(lost)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			kept := admitted[:0]
 			for _, i := range admitted {
@@ -142,7 +163,7 @@ func admit(tx Tx, p *store.AdmitParams) ([]store.AdmitResult, error) {
 				}
 				b, ok := winners[k]
 				if !ok {
-					return nil, errBindingVanished
+					return nil, nil, errBindingVanished
 				}
 				// This item, and any later item of the batch with the
 				// same key, answer from the winner's binding.
@@ -171,7 +192,7 @@ func admit(tx Tx, p *store.AdmitParams) ([]store.AdmitResult, error) {
 			}
 		}
 		if err := tx.InsertTasks(newTasks, p.Now); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		deltas := make([]CounterDelta, 0, len(inFlight))
 		for k, n := range inFlight {
@@ -181,36 +202,62 @@ func admit(tx Tx, p *store.AdmitParams) ([]store.AdmitResult, error) {
 			return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Key, b.Key))
 		})
 		if err := tx.AddInFlight(deltas, false); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := c.flush(tx, p.Now); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
-	// Every answer that names a task reads it back as stored.
+	// A new task is answered as written; a replay reads the earlier task.
 	var ids []string
-	for _, id := range names {
-		if id != "" {
+	for i, id := range names {
+		switch {
+		case id == "":
+		case out[i].Outcome == store.Admitted:
+			out[i].Task = newTask(items[i], p.Now)
+		default:
 			ids = append(ids, id)
 		}
 	}
 	if len(ids) == 0 {
-		return out, nil
+		return out, tenants, nil
 	}
 	tasks, err := tx.ReadTasks(ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i, id := range names {
-		if id == "" {
+		if id == "" || out[i].Task != nil {
 			continue
 		}
 		if out[i].Task = tasks[id]; out[i].Task == nil {
-			return nil, errBindingVanished
+			// Replaying a task admitted earlier in this batch.
+			for j, it := range items {
+				if it.TaskID == id && out[j].Outcome == store.Admitted {
+					out[i].Task = out[j].Task
+				}
+			}
+		}
+		if out[i].Task == nil {
+			return nil, nil, errBindingVanished
 		}
 	}
-	return out, nil
+	return out, tenants, nil
+}
+
+// newTask is the task an admission writes, as the store returns it.
+func newTask(it *store.AdmitItem, now time.Time) *dockettype.Task {
+	t := &dockettype.Task{
+		ID: it.TaskID, Tenant: it.Tenant, Author: it.Author, Workflow: it.Workflow, Pool: it.Pool,
+		State: dockettype.StateQueued, MaxAttempts: it.MaxAttempts, Priority: it.Priority,
+		CreatedAt: ts(now), DeadlineAt: ts(it.DeadlineAt), TraceID: it.TraceID, ConfigVersion: it.ConfigVersion,
+	}
+	if !it.RunAt.IsZero() {
+		r := ts(it.RunAt)
+		t.RunAt = &r
+	}
+	return t
 }
 
 // answerFromBinding answers an item whose key is already bound, and names

@@ -58,6 +58,10 @@ type Tx interface {
 	AddQueued(deltas []QueueDelta) error
 	// InsertEvents appends to the history, in order.
 	InsertEvents(events []Event, now time.Time) error
+	// Notify tells the other nodes, when the transaction commits, that it
+	// made work ready in pools and finished tasks (see store.Listener). A
+	// backend with one node only does nothing.
+	Notify(ready []dockettype.Pool, finished []string) error
 }
 
 type admitSteps interface {
@@ -87,18 +91,15 @@ type claimSteps interface {
 	// ReadyTenants returns up to limit tenants with ready work in pool,
 	// lowest virtual time first.
 	ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant, error)
-	// PickReady returns, per grant, up to Count ready task IDs of the
-	// tenant in dispatch order (priority, then age), locked for this
-	// transaction; rows other transactions hold are skipped.
-	PickReady(pool dockettype.Pool, grants []fairshare.Grant) ([][]string, error)
-	// CountReady counts up to limit ready tasks of a tenant, locked or not.
-	CountReady(pool dockettype.Pool, tenant string, limit int) (int, error)
+	// Take claims, per grant, up to Count ready tasks of the tenant in
+	// dispatch order (priority, then age), skipping rows other
+	// transactions hold: each goes to running (attempt+1, epoch+1, the
+	// lease, started_at on its first claim) and comes back with its input,
+	// in any order.
+	Take(pool dockettype.Pool, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error)
 	// SetTenantQueues writes tenants' virtual times and ready counts after
 	// a claim.
 	SetTenantQueues(pool dockettype.Pool, rows []TenantQueue) error
-	// Lease moves the picked tasks to running (attempt+1, epoch+1) and
-	// returns them with their input, in any order.
-	Lease(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error)
 }
 
 type transitionSteps interface {
@@ -176,13 +177,13 @@ type QueueDelta struct {
 	N      int
 }
 
-// TenantQueue is a tenant's fair-dispatch row after a claim: its new
-// virtual time, and its ready count (Reset when not negative, then minus
-// Taken).
+// TenantQueue is what a claim does to a tenant's fair-dispatch row: its
+// virtual time advances by Charge and its ready count drops by Taken. Both
+// are deltas, so claims on several nodes that serve the same tenant at
+// once each count in full.
 type TenantQueue struct {
 	Tenant string
-	VTime  float64
-	Reset  int
+	Charge float64
 	Taken  int
 }
 

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
@@ -55,59 +57,37 @@ func claim(tx Tx, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 		return nil, err
 	}
 	plan := fairshare.Allocate(tenants, p.Limit)
-	picked, err := tx.PickReady(p.Pool, plan.Grants)
+	taken, err := tx.Take(p.Pool, plan.Grants, p.Owner, p.Now.Add(p.LeaseTTL), p.Now)
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
+	// The ready counts change only by deltas, each in the transaction
+	// that changes a task's readiness (admission, claim, cancel, timeout,
+	// recovery, promotion), so they are exact without a lock on the
+	// tenant for the whole claim. Finding fewer tasks than the count says
+	// means that other transactions hold them (a cancel, another node's
+	// claim): they apply their own deltas.
+	var claimed []*store.ClaimedTask
 	rows := make([]TenantQueue, len(plan.Grants))
 	for i, g := range plan.Grants {
-		got := picked[i]
-		ids = append(ids, got...)
-		rows[i] = TenantQueue{Tenant: g.Tenant, VTime: g.VTime, Reset: -1, Taken: len(got)}
-		// The ready count is a cache of the index. Fewer tasks than it
-		// promised means that it drifted, or only that other transactions
-		// hold some of them (a cancel or a timeout that will apply its own
-		// change to the count). So count the tenant's ready tasks, held or
-		// not (bounded by the count), and trust that.
-		if len(got) < g.Count && len(got) < g.Queued {
-			ready, err := tx.CountReady(p.Pool, g.Tenant, g.Queued)
-			if err != nil {
-				return nil, err
-			}
-			if ready < g.Queued {
-				rows[i].Reset = ready
-			}
-		}
+		got := dispatchOrder(taken[i])
+		claimed = append(claimed, got...)
+		rows[i] = TenantQueue{Tenant: g.Tenant, Charge: g.Charge(len(got)), Taken: len(got)}
 	}
 	if err := tx.SetTenantQueues(p.Pool, rows); err != nil {
 		return nil, err
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	claimed, err := tx.Lease(ids, p.Owner, p.Now.Add(p.LeaseTTL), p.Now)
-	if err != nil {
-		return nil, err
-	}
-	claimed = inOrder(ids, claimed)
 	for _, ct := range claimed {
 		c.event(ct.Task.ID, dockettype.StateQueued, dockettype.StateRunning, ct.Task.LeaseEpoch, "")
 	}
 	return claimed, c.flush(tx, p.Now)
 }
 
-// inOrder returns the claimed tasks in dispatch order (the order of ids).
-func inOrder(ids []string, claimed []*store.ClaimedTask) []*store.ClaimedTask {
-	byID := make(map[string]*store.ClaimedTask, len(claimed))
-	for _, c := range claimed {
-		byID[c.Task.ID] = c
-	}
-	out := make([]*store.ClaimedTask, 0, len(claimed))
-	for _, id := range ids {
-		if c, ok := byID[id]; ok {
-			out = append(out, c)
-		}
-	}
-	return out
+// dispatchOrder sorts one tenant's claimed tasks as they are dispatched:
+// higher priority first, then older (task IDs sort by creation).
+func dispatchOrder(tasks []*store.ClaimedTask) []*store.ClaimedTask {
+	slices.SortFunc(tasks, func(a, b *store.ClaimedTask) int {
+		return cmp.Or(cmp.Compare(b.Task.Priority, a.Task.Priority), cmp.Compare(a.Task.ID, b.Task.ID))
+	})
+	return tasks
 }

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -15,12 +17,19 @@ import (
 type Store struct {
 	Plain // reads, scans, admin and rule sets: the backend's own
 	b     Backend
+	// tenants holds the tenants known to exist with their counter rows
+	// (tenants are never deleted), so that admission skips creating them.
+	// Shared by forks.
+	tenants *sync.Map
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Listener = (*Store)(nil)
+)
 
 // New returns the store that runs the engine on b.
-func New(b Backend) *Store { return &Store{Plain: b, b: b} }
+func New(b Backend) *Store { return &Store{Plain: b, b: b, tenants: &sync.Map{}} }
 
 // Fork returns a store on a fork of the backend (its own connection budget).
 func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
@@ -28,7 +37,7 @@ func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(f), nil
+	return &Store{Plain: f, b: f, tenants: s.tenants}, nil
 }
 
 // Close closes the backend.
@@ -41,6 +50,8 @@ type changes struct {
 	events   []Event
 	released map[counterKey]int64
 	queued   map[queueKey]int
+	// readyPools are the pools this transaction made work ready in.
+	readyPools []dockettype.Pool
 }
 
 type counterKey struct{ scope, key string }
@@ -94,6 +105,9 @@ func (c *changes) flushQueued(tx Tx) error {
 		if n != 0 {
 			deltas = append(deltas, QueueDelta{Pool: k.pool, Tenant: k.tenant, N: n})
 		}
+		if n > 0 && !slices.Contains(c.readyPools, k.pool) {
+			c.readyPools = append(c.readyPools, k.pool)
+		}
 	}
 	clear(c.queued)
 	if len(deltas) == 0 {
@@ -128,11 +142,24 @@ func (c *changes) flush(tx Tx, now time.Time) error {
 			}
 		}
 	}
+	var finished []string
+	for _, e := range c.events {
+		if e.To.Terminal() {
+			finished = append(finished, e.TaskID)
+		}
+	}
 	if len(c.events) > 0 {
 		if err := tx.InsertEvents(c.events, now); err != nil {
 			return err
 		}
 		c.events = c.events[:0]
+	}
+	if len(c.readyPools) > 0 || len(finished) > 0 {
+		slices.Sort(c.readyPools)
+		if err := tx.Notify(c.readyPools, finished); err != nil {
+			return err
+		}
+		c.readyPools = nil
 	}
 	return nil
 }
@@ -157,3 +184,17 @@ func invalid(op, why string) error { return fmt.Errorf("%s: %s: %w", op, why, st
 // wrote or found it is missing. It cannot happen once committed; the
 // transaction is abandoned rather than answered wrongly.
 var errBindingVanished = fmt.Errorf("admit: binding vanished: %w", store.ErrUnavailable)
+
+// ts is a time as every backend stores it: millisecond precision, UTC.
+func ts(t time.Time) time.Time { return t.Truncate(time.Millisecond).UTC() }
+
+// Listen delivers the backend's notifications (see store.Listener). With a
+// backend that has none (one node), it delivers nothing and returns when
+// ctx ends.
+func (s *Store) Listen(ctx context.Context, fn func(store.Notification)) error {
+	if l, ok := s.b.(store.Listener); ok {
+		return l.Listen(ctx, fn)
+	}
+	<-ctx.Done()
+	return nil
+}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -185,6 +184,3 @@ func (s *Store) DeleteFinished(ctx context.Context, p *store.DeleteFinishedParam
 	})
 	return n, err
 }
-
-// isNotFound reports whether err means the row does not exist.
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -27,7 +27,11 @@ type Grant struct {
 	Count  int     // tasks to take
 	Queued int     // ready tasks the tenant had
 	VTime  float64 // virtual time after the grant
+	Weight int     // the tenant's weight (>= 1)
 }
+
+// Charge is the virtual time n tasks cost the tenant of g.
+func (g Grant) Charge(n int) float64 { return float64(n) / float64(g.Weight) }
 
 // Plan is the outcome of Allocate.
 type Plan struct {
@@ -79,7 +83,7 @@ type slot struct {
 }
 
 func (s *slot) grant() Grant {
-	return Grant{Tenant: s.ID, Count: s.count, Queued: s.Queued, VTime: s.vtime}
+	return Grant{Tenant: s.ID, Count: s.count, Queued: s.Queued, VTime: s.vtime, Weight: s.Weight}
 }
 
 type tenantHeap []*slot

@@ -339,3 +339,13 @@ func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
 }
 
 func (s *Store) Close() error { return s.inner.Close() }
+
+// Listen forwards to the inner store's Listener, if it has one; otherwise
+// it delivers nothing until ctx ends.
+func (s *Store) Listen(ctx context.Context, fn func(store.Notification)) error {
+	if l, ok := s.inner.(store.Listener); ok {
+		return l.Listen(ctx, fn)
+	}
+	<-ctx.Done()
+	return nil
+}

@@ -37,9 +37,10 @@ func Open(ctx context.Context, url string, opts Options) (*engine.Store, error) 
 
 // Backend is the PostgreSQL engine.Backend.
 type Backend struct {
-	cfg  *pgxpool.Config // the parsed configuration, copied by Fork
-	pool *pgxpool.Pool
-	once sync.Once
+	cfg    *pgxpool.Config // the parsed configuration, copied by Fork
+	pool   *pgxpool.Pool
+	schema string // the installation's schema ("" for the search path's first)
+	once   sync.Once
 }
 
 var _ engine.Backend = (*Backend)(nil)
@@ -66,7 +67,7 @@ func OpenBackend(ctx context.Context, url string, opts Options) (*Backend, error
 	if err != nil {
 		return nil, interpretError("open", err)
 	}
-	b := &Backend{cfg: cfg, pool: pool}
+	b := &Backend{cfg: cfg, pool: pool, schema: opts.Schema}
 	if err := migrate(ctx, b, opts.Schema); err != nil {
 		pool.Close()
 		return nil, err
@@ -90,7 +91,7 @@ func (b *Backend) Fork(name string, opts store.ForkOptions) (engine.Backend, err
 	if err != nil {
 		return nil, interpretError("fork", err)
 	}
-	return &Backend{cfg: cfg, pool: pool}, nil
+	return &Backend{cfg: cfg, pool: pool, schema: b.schema}, nil
 }
 
 // Close closes this handle's connection pool, waiting for connections in
@@ -125,15 +126,55 @@ const txAttempts = 5
 var errRetry = errors.New("postgres: transaction lost a race")
 
 // Write runs fn in a READ COMMITTED transaction, running it again when
-// PostgreSQL aborts it for a deadlock or a serialization failure.
+// PostgreSQL aborts it for a deadlock or a serialization failure. BEGIN
+// goes to the server with the transaction's first statements and COMMIT
+// with its last ones, so a transaction costs no round trip of its own.
 func (b *Backend) Write(ctx context.Context, op string, fn func(tx engine.Tx) error) error {
-	return b.write(ctx, op, func(tx pgx.Tx) error { return fn(&txn{ctx: ctx, tx: tx}) })
+	return b.retry(ctx, op, func() error { return b.pipelined(ctx, fn) })
 }
 
+// pipelined runs one attempt of a Write transaction on one connection.
+func (b *Backend) pipelined(ctx context.Context, fn func(tx engine.Tx) error) (err error) {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	t := &txn{ctx: ctx, conn: conn.Conn(), channel: channelName(b.schema)}
+	t.later("BEGIN ISOLATION LEVEL READ COMMITTED")
+	defer func() {
+		if err == nil || conn.Conn().PgConn().TxStatus() == 'I' {
+			return
+		}
+		// The transaction is open or failed: roll it back, even when ctx
+		// has ended; a connection that cannot is not reused.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+			conn.Hijack().Close(rctx)
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	t.later("COMMIT")
+	return t.flush()
+}
+
+// write runs fn in a READ COMMITTED transaction (pgx's own), retried like
+// Write: for migrations and admin writes off the hot path.
 func (b *Backend) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	return b.retry(ctx, op, func() error {
+		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+	})
+}
+
+// retry runs attempt again when PostgreSQL aborted it for a deadlock or a
+// serialization failure, and maps the final error.
+func (b *Backend) retry(ctx context.Context, op string, attemptFn func() error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+		err = attemptFn()
 		if err == nil || !retryable(err) || attempt == txAttempts {
 			break
 		}

@@ -128,10 +128,18 @@ func (b *Backend) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]d
 	return out, nil
 }
 
+// findExpiredSQL reads up to $2 leases expired at $1 from the lease index.
+const findExpiredSQL = `SELECT id, lease_epoch, tenant, pool, attempt, max_attempts FROM task_queue
+	WHERE state = 'running' AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2`
+
+// findOverdueSQL reads up to $2 live tasks past their deadline at $1 from
+// the deadline index.
+const findOverdueSQL = `SELECT id, lease_epoch, tenant, pool, state FROM task_queue
+	WHERE deadline_at <= $1 ORDER BY deadline_at LIMIT $2`
+
 // FindExpiredLeases scans the lease index; it takes no locks.
 func (b *Backend) FindExpiredLeases(ctx context.Context, p *store.FindExpiredLeasesParams) ([]store.ExpiredLease, error) {
-	rows, err := b.pool.Query(ctx, `SELECT id, lease_epoch, tenant, pool, attempt, max_attempts FROM task_queue
-		WHERE state = 'running' AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2`, ts(p.Now), p.Limit)
+	rows, err := b.pool.Query(ctx, findExpiredSQL, ts(p.Now), p.Limit)
 	if err != nil {
 		return nil, interpretError("find_expired_leases", err)
 	}
@@ -147,8 +155,7 @@ func (b *Backend) FindExpiredLeases(ctx context.Context, p *store.FindExpiredLea
 
 // FindOverdue scans the deadline index; it takes no locks.
 func (b *Backend) FindOverdue(ctx context.Context, p *store.FindOverdueParams) ([]store.OverdueTask, error) {
-	rows, err := b.pool.Query(ctx, `SELECT id, lease_epoch, tenant, pool, state FROM task_queue
-		WHERE deadline_at <= $1 ORDER BY deadline_at LIMIT $2`, ts(p.Now), p.Limit)
+	rows, err := b.pool.Query(ctx, findOverdueSQL, ts(p.Now), p.Limit)
 	if err != nil {
 		return nil, interpretError("find_overdue", err)
 	}

@@ -26,6 +26,12 @@ const listCols = `t.id, t.tenant, t.author, t.workflow, t.pool, coalesce(q.state
 	t.trace_id, t.config_version, NULL::bytea, coalesce(r.error_code, q.error_code),
 	coalesce(r.error_message, q.error_message)`
 
+// claimCols is taskCols for a task being claimed: it is live, so it has no
+// result row to join.
+const claimCols = `t.id, t.tenant, t.author, t.workflow, t.pool, q.state, t.priority, q.attempt, t.max_attempts,
+	q.lease_epoch, t.deadline_at, t.created_at, t.run_at, q.started_at, NULL::timestamptz, t.trace_id,
+	t.config_version, NULL::bytea, q.error_code, q.error_message`
+
 // taskSelect reads tasks with their live and result rows.
 func taskSelect(withResult bool) string {
 	cols := listCols

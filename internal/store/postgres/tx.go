@@ -17,9 +17,16 @@ import (
 // txn runs the engine's steps in one PostgreSQL transaction. Row sets go
 // to the server as arrays (unnest), so a batch of N tasks is one statement
 // per step.
+//
+// Statements whose answer the engine does not read (inserts, counter
+// changes, row locks taken in order) are queued with later and go to the
+// server together with the next statement that is read, or when the
+// transaction ends: a batch of tasks costs a handful of round trips.
 type txn struct {
-	ctx context.Context
-	tx  pgx.Tx
+	ctx     context.Context
+	conn    *pgx.Conn
+	channel string // where Notify sends
+	pending pgx.Batch
 }
 
 var _ engine.Tx = (*txn)(nil)
@@ -27,9 +34,95 @@ var _ engine.Tx = (*txn)(nil)
 // releaseSlots is how many counter slots releases spread over.
 const releaseSlots = 16
 
-func (t *txn) exec(sql string, args ...any) error {
-	_, err := t.tx.Exec(t.ctx, sql, args...)
-	return err
+// later queues a statement whose answer nobody reads.
+func (t *txn) later(sql string, args ...any) { t.pending.Queue(sql, args...) }
+
+// send sends the pending statements, then b's, in one round trip, and
+// returns the results of b's statements for the caller to read and close.
+func (t *txn) send(b *pgx.Batch) (pgx.BatchResults, error) {
+	n := len(t.pending.QueuedQueries)
+	all := &pgx.Batch{QueuedQueries: append(t.pending.QueuedQueries, b.QueuedQueries...)}
+	t.pending = pgx.Batch{}
+	br := t.conn.SendBatch(t.ctx, all)
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+// flush sends the pending statements; Write calls it before committing.
+func (t *txn) flush() error {
+	if len(t.pending.QueuedQueries) == 0 {
+		return nil
+	}
+	br, err := t.send(&pgx.Batch{})
+	if err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+// query runs one statement after the pending ones and returns its rows.
+func (t *txn) query(sql string, args ...any) (pgx.Rows, error) {
+	if len(t.pending.QueuedQueries) == 0 {
+		return t.conn.Query(t.ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br, err := t.send(b)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// queryRow is query for one row.
+func (t *txn) queryRow(sql string, args ...any) pgx.Row {
+	rows, err := t.query(sql, args...)
+	return &oneRow{rows: rows, err: err}
+}
+
+// batchRows closes its batch with its rows.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	r.br.Close()
+}
+
+// oneRow is a pgx.Row over query's rows.
+type oneRow struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r *oneRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
 }
 
 // Bindings reads the existing bindings among keys.
@@ -38,9 +131,12 @@ func (t *txn) Bindings(keys []engine.TenantKey) (map[engine.TenantKey]engine.Bin
 	for i, k := range keys {
 		tenants[i], ks[i] = k.Tenant, k.Key
 	}
-	rows, err := t.tx.Query(t.ctx, `SELECT b.tenant, b.key, b.request_hash, b.task_id
-		FROM idempotency_keys b JOIN unnest($1::text[], $2::text[]) AS k (tenant, key)
-			ON b.tenant = k.tenant AND b.key = k.key`, tenants, ks)
+	// A lateral lookup per key (OFFSET 0 keeps the planner from turning it
+	// into a hash join that would read the whole table).
+	rows, err := t.query(`SELECT b.tenant, b.key, b.request_hash, b.task_id
+		FROM unnest($1::text[], $2::text[]) AS k (tenant, key)
+		CROSS JOIN LATERAL (SELECT * FROM idempotency_keys b
+			WHERE b.tenant = k.tenant AND b.key = k.key OFFSET 0) b`, tenants, ks)
 	if err != nil {
 		return nil, err
 	}
@@ -55,12 +151,11 @@ func (t *txn) Bindings(keys []engine.TenantKey) (map[engine.TenantKey]engine.Bin
 
 // EnsureTenants creates missing tenants and their gate rows.
 func (t *txn) EnsureTenants(ids []string, limit int, now time.Time) error {
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO tenants (id, max_in_flight, created_at) SELECT id, $2, $3 FROM unnest($1::text[]) AS id
+	t.later(`INSERT INTO tenants (id, max_in_flight, created_at) SELECT id, $2, $3 FROM unnest($1::text[]) AS id
 		ORDER BY id ON CONFLICT (id) DO NOTHING`, ids, limit, ts(now))
-	b.Queue(`INSERT INTO counters (scope, key, slot) SELECT 'tenant', id, 0 FROM unnest($1::text[]) AS id
+	t.later(`INSERT INTO counters (scope, key, slot) SELECT 'tenant', id, 0 FROM unnest($1::text[]) AS id
 		ORDER BY id ON CONFLICT DO NOTHING`, ids)
-	return t.tx.SendBatch(t.ctx, b).Close()
+	return nil
 }
 
 // LockGates locks the gate rows (pools, then tenants, each sorted) and
@@ -71,43 +166,37 @@ func (t *txn) LockGates(pools []dockettype.Pool, tenants []string) (*engine.Gate
 	for i, p := range pools {
 		poolNames[i] = string(p)
 	}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT 1 FROM counters WHERE scope = 'pool' AND key = ANY($1) AND slot = 0 ORDER BY key FOR UPDATE`, poolNames)
-	b.Queue(`SELECT 1 FROM counters WHERE scope = 'tenant' AND key = ANY($1) AND slot = 0 ORDER BY key FOR UPDATE`, tenants)
-	if err := t.tx.SendBatch(t.ctx, b).Close(); err != nil {
-		return nil, err
-	}
+	t.later(`SELECT 1 FROM counters WHERE scope = 'pool' AND key = ANY($1) AND slot = 0 ORDER BY key FOR UPDATE`, poolNames)
+	t.later(`SELECT 1 FROM counters WHERE scope = 'tenant' AND key = ANY($1) AND slot = 0 ORDER BY key FOR UPDATE`, tenants)
 	g := &engine.Gates{Pools: map[dockettype.Pool]int64{}, Tenants: map[string]engine.TenantGate{}}
-	rows, err := t.tx.Query(t.ctx, `SELECT scope, key, sum(n)::bigint FROM counters
-		WHERE (scope = 'pool' AND key = ANY($1)) OR (scope = 'tenant' AND key = ANY($2))
-		GROUP BY scope, key`, poolNames, tenants)
+	// The counts are read after the locks are granted, in the same round
+	// trip; the tenants' limits come with them.
+	rows, err := t.query(`SELECT scope, key, sum(n)::bigint, 0 FROM counters
+			WHERE (scope = 'pool' AND key = ANY($1)) OR (scope = 'tenant' AND key = ANY($2))
+			GROUP BY scope, key
+		UNION ALL
+		SELECT 'limit', id, 0, max_in_flight FROM tenants WHERE id = ANY($2)`, poolNames, tenants)
 	if err != nil {
 		return nil, err
 	}
 	var (
 		scope, key string
 		n          int64
+		limit      int
 	)
-	_, err = pgx.ForEachRow(rows, []any{&scope, &key, &n}, func() error {
-		if scope == engine.ScopePool {
+	_, err = pgx.ForEachRow(rows, []any{&scope, &key, &n, &limit}, func() error {
+		switch scope {
+		case engine.ScopePool:
 			g.Pools[dockettype.Pool(key)] = n
-		} else {
-			g.Tenants[key] = engine.TenantGate{InFlight: n}
+		case engine.ScopeTenant:
+			tg := g.Tenants[key]
+			tg.InFlight = n
+			g.Tenants[key] = tg
+		default:
+			tg := g.Tenants[key]
+			tg.MaxInFlight = limit
+			g.Tenants[key] = tg
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	rows, err = t.tx.Query(t.ctx, "SELECT id, max_in_flight FROM tenants WHERE id = ANY($1)", tenants)
-	if err != nil {
-		return nil, err
-	}
-	var limit int
-	_, err = pgx.ForEachRow(rows, []any{&key, &limit}, func() error {
-		tg := g.Tenants[key]
-		tg.MaxInFlight = limit
-		g.Tenants[key] = tg
 		return nil
 	})
 	return g, err
@@ -121,7 +210,7 @@ func (t *txn) InsertBindings(rows []engine.Binding, now time.Time) (map[engine.T
 	for i, r := range rows {
 		tenants[i], keys[i], hashes[i], ids[i] = r.Tenant, r.Key, r.RequestHash, r.TaskID
 	}
-	res, err := t.tx.Query(t.ctx, `INSERT INTO idempotency_keys (tenant, key, request_hash, task_id, created_at)
+	res, err := t.query(`INSERT INTO idempotency_keys (tenant, key, request_hash, task_id, created_at)
 		SELECT k.tenant, k.key, k.hash, k.task_id, $5
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k (tenant, key, hash, task_id)
 		ON CONFLICT (tenant, key) DO NOTHING
@@ -167,8 +256,7 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 			inputs[i] = []byte("null")
 		}
 	}
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts,
+	t.later(`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts,
 			deadline_at, run_at, created_at, trace_id, config_version, input)
 		SELECT u.id, u.tenant, u.key, u.author, u.workflow, u.pool, u.priority, u.max_attempts,
 			u.deadline_at, u.run_at, $14, u.trace_id, u.config_version, u.input
@@ -176,17 +264,17 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 			$9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[], $13::bytea[])
 			AS u (id, tenant, key, author, workflow, pool, priority, max_attempts, deadline_at, run_at, trace_id, config_version, input)`,
 		ids, tenants, keys, authors, workflows, pools, prios, maxAttempts, deadlines, runAts, traces, versions, inputs, now)
-	b.Queue(`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, run_after, deadline_at, created_at)
+	t.later(`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, run_after, deadline_at, created_at)
 		SELECT u.id, u.tenant, u.pool, u.priority, 'queued', u.max_attempts, u.run_after, u.deadline_at, $8
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[])
 			AS u (id, tenant, pool, priority, max_attempts, run_after, deadline_at)`,
 		ids, tenants, pools, prios, maxAttempts, runAfters, deadlines, now)
-	return t.tx.SendBatch(t.ctx, b).Close()
+	return nil
 }
 
 // ReadTasks reads tasks by ID, with their results.
 func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
-	rows, err := t.tx.Query(t.ctx, taskSelect(true)+" WHERE t.id = ANY($1)", ids)
+	rows, err := t.query(taskSelect(true)+" WHERE t.id = ANY($1)", ids)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +293,7 @@ func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
 // transaction holds (a cancel, a timeout) is skipped; a later claim
 // promotes it if it is still queued.
 func (t *txn) PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]string, error) {
-	rows, err := t.tx.Query(t.ctx, `UPDATE task_queue SET run_after = NULL
+	rows, err := t.query(`UPDATE task_queue SET run_after = NULL
 		WHERE id IN (
 			SELECT id FROM task_queue
 			WHERE pool = $1 AND state = 'queued' AND run_after IS NOT NULL AND run_after <= $2
@@ -220,7 +308,7 @@ func (t *txn) PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]stri
 
 // ReadyTenants reads the tenants with ready work, lowest virtual time first.
 func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant, error) {
-	rows, err := t.tx.Query(t.ctx, `SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
+	rows, err := t.query(`SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
 		FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
 		WHERE q.pool = $1 AND q.queued > 0 ORDER BY q.vtime, q.tenant LIMIT $2`, string(pool), limit)
 	if err != nil {
@@ -233,22 +321,50 @@ func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant,
 	})
 }
 
-// PickReady locks each granted tenant's first ready tasks, in one round
-// trip.
-func (t *txn) PickReady(pool dockettype.Pool, grants []fairshare.Grant) ([][]string, error) {
+// takeSQL claims a tenant's first ready tasks: $1 pool, $2 tenant, $3
+// limit, $4 owner, $5 lease expiry, $6 now.
+//
+// Every step reads by index, whatever the planner's statistics say: the
+// update finds its rows by primary key from the picked IDs, and each task
+// is a lateral primary-key lookup (OFFSET 0 keeps it one), never a hash
+// join over the whole history.
+const takeSQL = `WITH picked AS (
+		SELECT id FROM task_queue
+		WHERE pool = $1 AND tenant = $2 AND state = 'queued' AND run_after IS NULL
+		ORDER BY priority DESC, id LIMIT $3
+		FOR UPDATE SKIP LOCKED
+	), q AS (
+		UPDATE task_queue l SET state = 'running', attempt = l.attempt + 1, lease_epoch = l.lease_epoch + 1,
+			lease_owner = $4, lease_expires_at = $5, started_at = coalesce(l.started_at, $6)
+		WHERE l.id = ANY (ARRAY(SELECT id FROM picked))
+		RETURNING l.*
+	)
+	SELECT ` + claimCols + `, t.input FROM q
+	CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`
+
+// Take claims each granted tenant's first ready tasks, one statement per
+// grant, all in one round trip: the rows are picked and locked (SKIP
+// LOCKED: never waiting for a row another transaction holds), moved to
+// running and returned with their input.
+func (t *txn) Take(pool dockettype.Pool, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error) {
 	b := &pgx.Batch{}
 	for _, g := range grants {
-		b.Queue(`SELECT id FROM task_queue
-			WHERE pool = $1 AND tenant = $2 AND state = 'queued' AND run_after IS NULL
-			ORDER BY priority DESC, id LIMIT $3
-			FOR UPDATE SKIP LOCKED`, string(pool), g.Tenant, g.Count)
+		b.Queue(takeSQL, string(pool), g.Tenant, g.Count, owner, ts(expires), ts(now))
 	}
-	br := t.tx.SendBatch(t.ctx, b)
-	out := make([][]string, len(grants))
+	br, err := t.send(b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]*store.ClaimedTask, len(grants))
 	for i := range grants {
 		rows, err := br.Query()
 		if err == nil {
-			out[i], err = pgx.CollectRows(rows, pgx.RowTo[string])
+			out[i], err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.ClaimedTask, error) {
+				c := &store.ClaimedTask{}
+				var err error
+				c.Task, err = scanTask(&extraScanner{r: r, extra: []any{&c.Input}})
+				return c, err
+			})
 		}
 		if err != nil {
 			br.Close()
@@ -258,52 +374,16 @@ func (t *txn) PickReady(pool dockettype.Pool, grants []fairshare.Grant) ([][]str
 	return out, br.Close()
 }
 
-// CountReady counts a tenant's ready tasks, locked or not.
-func (t *txn) CountReady(pool dockettype.Pool, tenant string, limit int) (int, error) {
-	var n int
-	err := t.tx.QueryRow(t.ctx, `SELECT count(*) FROM (SELECT 1 FROM task_queue
-		WHERE pool = $1 AND tenant = $2 AND state = 'queued' AND run_after IS NULL LIMIT $3) AS ready`,
-		string(pool), tenant, limit).Scan(&n)
-	return n, err
-}
-
-// SetTenantQueues writes the claim's virtual times and ready counts, one
+// SetTenantQueues applies the claim's charges and ready counts, one
 // row at a time in tenant order (one round trip), so that two claims
 // serving the same tenants lock them in the same order.
 func (t *txn) SetTenantQueues(pool dockettype.Pool, rows []engine.TenantQueue) error {
 	sorted := sortedBy(rows, func(r engine.TenantQueue) string { return r.Tenant })
-	b := &pgx.Batch{}
 	for _, r := range sorted {
-		b.Queue(`UPDATE tenant_queues SET vtime = GREATEST(vtime, $3),
-			queued = GREATEST(CASE WHEN $4::int >= 0 THEN $4::int ELSE queued END - $5, 0)
-			WHERE pool = $1 AND tenant = $2`, string(pool), r.Tenant, r.VTime, r.Reset, r.Taken)
+		t.later(`UPDATE tenant_queues SET vtime = vtime + $3, queued = GREATEST(queued - $4, 0)
+			WHERE pool = $1 AND tenant = $2`, string(pool), r.Tenant, r.Charge, r.Taken)
 	}
-	return t.tx.SendBatch(t.ctx, b).Close()
-}
-
-// Lease moves the picked tasks to running and returns them with input.
-func (t *txn) Lease(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
-	rows, err := t.tx.Query(t.ctx, `WITH q AS (
-			UPDATE task_queue SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
-				lease_owner = $2, lease_expires_at = $3, started_at = coalesce(started_at, $4)
-			WHERE id = ANY($1) AND state = 'queued'
-			RETURNING *
-		)
-		SELECT `+taskCols+`, t.input FROM q JOIN tasks t ON t.id = q.id LEFT JOIN task_results r ON false`,
-		ids, owner, ts(expires), ts(now))
-	if err != nil {
-		return nil, err
-	}
-	claimed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.ClaimedTask, error) {
-		c := &store.ClaimedTask{}
-		var err error
-		c.Task, err = scanTask(&extraScanner{r: r, extra: []any{&c.Input}})
-		return c, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return claimed, nil
+	return nil
 }
 
 // LockLive locks the live rows among ids in ID order.
@@ -311,7 +391,8 @@ func (t *txn) LockLive(ids []string) error {
 	if len(ids) < 2 {
 		return nil // one row needs no order: the change itself locks it
 	}
-	return t.exec("SELECT 1 FROM task_queue WHERE id = ANY($1) ORDER BY id FOR UPDATE", ids)
+	t.later("SELECT 1 FROM task_queue WHERE id = ANY($1) ORDER BY id FOR UPDATE", ids)
+	return nil
 }
 
 // End deletes the live rows that still match and writes their results, in
@@ -328,13 +409,13 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 		ids[i], froms[i], tos[i], codes[i], msgs[i] = r.TaskID, string(r.From), string(r.To), string(r.Code), r.Message
 		epochs[i], bumps[i], deadlineDue[i], leaseDue[i], results[i] = r.Epoch, r.BumpEpoch, r.DeadlineDue, r.LeaseDue, r.Result
 	}
-	res, err := t.tx.Query(t.ctx, `WITH u AS (
+	res, err := t.query(`WITH u AS (
 			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bool[], $6::text[], $7::text[],
 				$8::bytea[], $9::bool[], $10::bool[])
 				AS u (id, epoch, from_state, to_state, bump, code, message, result, deadline_due, lease_due)
 		), gone AS (
 			DELETE FROM task_queue q USING u
-			WHERE q.id = u.id AND q.lease_epoch = u.epoch AND (u.from_state = '' OR q.state = u.from_state)
+			WHERE q.id = ANY($1) AND q.id = u.id AND q.lease_epoch = u.epoch AND (u.from_state = '' OR q.state = u.from_state)
 				AND (NOT u.deadline_due OR q.deadline_at <= $11) AND (NOT u.lease_due OR q.lease_expires_at <= $11)
 			RETURNING q.id, q.tenant, q.pool, q.state, q.attempt, q.started_at,
 				q.lease_epoch + CASE WHEN u.bump THEN 1 ELSE 0 END AS epoch,
@@ -371,7 +452,7 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 			runAfters[i] = &ra
 		}
 	}
-	res, err := t.tx.Query(t.ctx, `UPDATE task_queue q SET state = 'queued',
+	res, err := t.query(`UPDATE task_queue q SET state = 'queued',
 			attempt = q.attempt - CASE WHEN u.uncharge THEN 1 ELSE 0 END,
 			lease_epoch = q.lease_epoch + CASE WHEN u.bump THEN 1 ELSE 0 END,
 			lease_owner = NULL, lease_expires_at = NULL, run_after = u.run_after,
@@ -379,7 +460,7 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 			error_message = CASE WHEN u.uncharge THEN q.error_message ELSE nullif(u.message, '') END
 		FROM unnest($1::text[], $2::bigint[], $3::bool[], $4::bool[], $5::timestamptz[], $6::text[], $7::text[], $8::bool[])
 			AS u (id, epoch, bump, uncharge, run_after, code, message, lease_due)
-		WHERE q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
+		WHERE q.id = ANY($1) AND q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
 			AND (NOT u.lease_due OR q.lease_expires_at <= $9)
 		RETURNING q.id, q.tenant, q.pool, 'running', q.lease_epoch, q.run_after IS NULL`,
 		ids, epochs, bumps, uncharge, runAfters, codes, msgs, leaseDue, ts(now))
@@ -401,7 +482,7 @@ func collectMoved(rows pgx.Rows) ([]engine.Moved, error) {
 
 // States reads the current state of tasks, live or finished.
 func (t *txn) States(ids []string) (map[string]dockettype.State, error) {
-	rows, err := t.tx.Query(t.ctx, `SELECT id, state FROM task_queue WHERE id = ANY($1)
+	rows, err := t.query(`SELECT id, state FROM task_queue WHERE id = ANY($1)
 		UNION ALL SELECT task_id, state FROM task_results WHERE task_id = ANY($1)`, ids)
 	if err != nil {
 		return nil, err
@@ -421,9 +502,9 @@ func (t *txn) Renew(leases []store.Lease, expires time.Time) ([]store.Lease, err
 	for i, l := range leases {
 		ids[i], epochs[i] = l.TaskID, l.Epoch
 	}
-	rows, err := t.tx.Query(t.ctx, `UPDATE task_queue q SET lease_expires_at = $1
+	rows, err := t.query(`UPDATE task_queue q SET lease_expires_at = $1
 		FROM unnest($2::text[], $3::bigint[]) AS l (id, epoch)
-		WHERE q.id = l.id AND q.lease_epoch = l.epoch AND q.state = 'running'
+		WHERE q.id = ANY($2) AND q.id = l.id AND q.lease_epoch = l.epoch AND q.state = 'running'
 		RETURNING q.id, q.lease_epoch`, ts(expires), ids, epochs)
 	if err != nil {
 		return nil, err
@@ -438,7 +519,7 @@ func (t *txn) Renew(leases []store.Lease, expires time.Time) ([]store.Lease, err
 // LeaseAttempt share-locks a task running under lease.
 func (t *txn) LeaseAttempt(lease store.Lease) (int, bool, error) {
 	var attempt int
-	err := t.tx.QueryRow(t.ctx, "SELECT attempt FROM task_queue WHERE id = $1 AND lease_epoch = $2 AND state = 'running' FOR SHARE",
+	err := t.queryRow("SELECT attempt FROM task_queue WHERE id = $1 AND lease_epoch = $2 AND state = 'running' FOR SHARE",
 		lease.TaskID, lease.Epoch).Scan(&attempt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
@@ -452,17 +533,18 @@ func (t *txn) InsertEvidence(lease store.Lease, attempt int, items []store.Evide
 	for i, it := range items {
 		kinds[i], bodies[i] = it.Kind, it.Body
 	}
-	return t.exec(`INSERT INTO evidence (task_id, attempt, epoch, kind, body, created_at)
+	t.later(`INSERT INTO evidence (task_id, attempt, epoch, kind, body, created_at)
 		SELECT $1, $2, $3, e.kind, e.body, $4
 		FROM unnest($5::text[], $6::bytea[]) WITH ORDINALITY AS e (kind, body, ord)
 		ORDER BY e.ord`, lease.TaskID, attempt, lease.Epoch, ts(now), kinds, bodies)
+	return nil
 }
 
 // LockTask locks a tenant's live task, or reads its result.
 func (t *txn) LockTask(tenant, id string) (dockettype.State, int64, bool, error) {
 	var state string
 	var epoch int64
-	err := t.tx.QueryRow(t.ctx, "SELECT state, lease_epoch FROM task_queue WHERE id = $1 AND tenant = $2 FOR UPDATE",
+	err := t.queryRow("SELECT state, lease_epoch FROM task_queue WHERE id = $1 AND tenant = $2 FOR UPDATE",
 		id, tenant).Scan(&state, &epoch)
 	if err == nil {
 		return dockettype.State(state), epoch, true, nil
@@ -470,7 +552,7 @@ func (t *txn) LockTask(tenant, id string) (dockettype.State, int64, bool, error)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return "", 0, false, err
 	}
-	err = t.tx.QueryRow(t.ctx, "SELECT state, lease_epoch FROM task_results WHERE task_id = $1 AND tenant = $2",
+	err = t.queryRow("SELECT state, lease_epoch FROM task_results WHERE task_id = $1 AND tenant = $2",
 		id, tenant).Scan(&state, &epoch)
 	if err != nil {
 		return "", 0, false, err // pgx.ErrNoRows → ErrNotFound
@@ -481,7 +563,7 @@ func (t *txn) LockTask(tenant, id string) (dockettype.State, int64, bool, error)
 // FinishedBefore finds tasks that finished before a time, oldest first
 // (the BRIN index narrows the scan to the old end of the table).
 func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
-	rows, err := t.tx.Query(t.ctx, `SELECT task_id FROM task_results WHERE finished_at < $1
+	rows, err := t.query(`SELECT task_id FROM task_results WHERE finished_at < $1
 		ORDER BY finished_at LIMIT $2`, ts(before), limit)
 	if err != nil {
 		return nil, err
@@ -491,15 +573,15 @@ func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
 
 // DeleteTasks deletes finished tasks with everything they own.
 func (t *txn) DeleteTasks(ids []string) error {
-	b := &pgx.Batch{}
-	b.Queue("SET LOCAL docket.retention = 'on'")
-	b.Queue(`DELETE FROM idempotency_keys k USING tasks t
+	t.later("SET LOCAL docket.retention = 'on'")
+	t.later(`DELETE FROM idempotency_keys k USING tasks t
 		WHERE t.id = ANY($1) AND k.tenant = t.tenant AND k.key = t.idempotency_key AND k.task_id = t.id`, ids)
-	b.Queue("DELETE FROM task_events WHERE task_id = ANY($1)", ids)
-	b.Queue("DELETE FROM evidence WHERE task_id = ANY($1)", ids)
-	b.Queue("DELETE FROM task_results WHERE task_id = ANY($1)", ids)
-	b.Queue("DELETE FROM tasks WHERE id = ANY($1) AND NOT EXISTS (SELECT 1 FROM task_queue q WHERE q.id = tasks.id)", ids)
-	return t.tx.SendBatch(t.ctx, b).Close()
+	t.later("DELETE FROM task_events WHERE task_id = ANY($1)", ids)
+	t.later("DELETE FROM evidence WHERE task_id = ANY($1)", ids)
+	t.later("DELETE FROM task_results WHERE task_id = ANY($1)", ids)
+	t.later("DELETE FROM tasks WHERE id = ANY($1) AND NOT EXISTS (SELECT 1 FROM task_queue q WHERE q.id = tasks.id)", ids)
+	t.later("SET LOCAL docket.retention = 'off'")
+	return nil
 }
 
 // AddInFlight adds to counters: to the gate slot (held locked) for
@@ -513,10 +595,11 @@ func (t *txn) AddInFlight(deltas []engine.CounterDelta, release bool) error {
 	for i, d := range deltas {
 		scopes[i], keys[i], ns[i] = d.Scope, d.Key, d.N
 	}
-	return t.exec(`INSERT INTO counters AS c (scope, key, slot, n)
+	t.later(`INSERT INTO counters AS c (scope, key, slot, n)
 		SELECT d.scope, d.key, $4, d.n FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS d (scope, key, n, ord)
 		ORDER BY d.ord
 		ON CONFLICT (scope, key, slot) DO UPDATE SET n = c.n + excluded.n`, scopes, keys, ns, slot)
+	return nil
 }
 
 // AddQueued changes ready counts; see engine.Tx. One statement per row,
@@ -524,10 +607,9 @@ func (t *txn) AddInFlight(deltas []engine.CounterDelta, release bool) error {
 // transactions touching the same tenants lock them in the same order. An
 // increase is an upsert (a tenant's first ready task creates its row).
 func (t *txn) AddQueued(deltas []engine.QueueDelta) error {
-	b := &pgx.Batch{}
 	for _, d := range deltas {
 		if d.N > 0 {
-			b.Queue(`INSERT INTO tenant_queues AS q (pool, tenant, queued, vtime)
+			t.later(`INSERT INTO tenant_queues AS q (pool, tenant, queued, vtime)
 				VALUES ($1, $2, $3, coalesce(
 					(SELECT min(a.vtime) FROM tenant_queues a WHERE a.pool = $1 AND a.queued > 0),
 					(SELECT max(a.vtime) FROM tenant_queues a WHERE a.pool = $1), 0))
@@ -536,10 +618,10 @@ func (t *txn) AddQueued(deltas []engine.QueueDelta) error {
 					queued = q.queued + excluded.queued`, string(d.Pool), d.Tenant, d.N)
 			continue
 		}
-		b.Queue("UPDATE tenant_queues SET queued = GREATEST(queued + $3, 0) WHERE pool = $1 AND tenant = $2",
+		t.later("UPDATE tenant_queues SET queued = GREATEST(queued + $3, 0) WHERE pool = $1 AND tenant = $2",
 			string(d.Pool), d.Tenant, d.N)
 	}
-	return t.tx.SendBatch(t.ctx, b).Close()
+	return nil
 }
 
 // InsertEvents appends history rows in order.
@@ -550,9 +632,11 @@ func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
 	for i, e := range events {
 		ids[i], froms[i], tos[i], epochs[i], codes[i] = e.TaskID, string(e.From), string(e.To), e.Epoch, string(e.Code)
 	}
-	return t.exec(`INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at)
+	// One row per event, as the arrays give them; a task has at most one
+	// event per batch, so no order among them matters.
+	t.later(`INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at)
 		SELECT e.task_id, e.from_state, e.to_state, e.epoch, e.code, $6
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
-			WITH ORDINALITY AS e (task_id, from_state, to_state, epoch, code, ord)
-		ORDER BY e.ord`, ids, froms, tos, epochs, codes, ts(now))
+			AS e (task_id, from_state, to_state, epoch, code)`, ids, froms, tos, epochs, codes, ts(now))
+	return nil
 }

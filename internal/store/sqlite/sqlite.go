@@ -119,17 +119,20 @@ func dsn(path string, opts Options, writer bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeoutMS))
 	q.Add("_pragma", "foreign_keys(1)")
-	// Keep hot index pages in memory: the default 2 MB cache cannot hold
-	// the claim and lease indexes of a large table, and every miss is a
-	// read syscall.
-	q.Add("_pragma", "mmap_size(268435456)")
+	// Memory is bounded by the page caches, whatever the database holds:
+	// no memory map (mapped pages count in the process's resident set, up
+	// to the whole file), 16 MiB for each writer connection and 2 MiB for
+	// each reader. The hot pages are few: claims read the front of each
+	// tenant's part of the claim index, admissions append, and live tasks
+	// have their own small table. Misses are reads from the OS page cache.
+	q.Add("_pragma", "mmap_size(0)")
 	if writer {
-		q.Add("_pragma", "cache_size(-65536)")
+		q.Add("_pragma", "cache_size(-16384)")
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous("+strings.ToUpper(opts.Synchronous)+")")
 		q.Set("_txlock", "immediate")
 	} else {
-		q.Add("_pragma", "cache_size(-16384)")
+		q.Add("_pragma", "cache_size(-2048)")
 		q.Add("_pragma", "query_only(1)")
 	}
 	return "file:" + path + "?" + q.Encode()

@@ -261,9 +261,11 @@ func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant,
 	})
 }
 
-// PickReady returns each granted tenant's first ready tasks.
-func (t *txn) PickReady(pool dockettype.Pool, grants []fairshare.Grant) ([][]string, error) {
-	out := make([][]string, len(grants))
+// Take claims each granted tenant's first ready tasks: their IDs from the
+// claim index, one update for all, then the tasks with their input.
+func (t *txn) Take(pool dockettype.Pool, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error) {
+	var ids []string
+	tenantOf := map[string]int{}
 	for i, g := range grants {
 		rows, err := t.tx.QueryContext(t.ctx, `SELECT id FROM task_queue
 			WHERE pool = ? AND tenant = ? AND state = 'queued' AND run_after IS NULL
@@ -271,55 +273,53 @@ func (t *txn) PickReady(pool dockettype.Pool, grants []fairshare.Grant) ([][]str
 		if err != nil {
 			return nil, err
 		}
-		if out[i], err = collect(rows, scanString); err != nil {
+		got, err := collect(rows, scanString)
+		if err != nil {
 			return nil, err
 		}
-	}
-	return out, nil
-}
-
-// CountReady counts a tenant's ready tasks.
-func (t *txn) CountReady(pool dockettype.Pool, tenant string, limit int) (int, error) {
-	var n int
-	err := t.tx.QueryRowContext(t.ctx, `SELECT count(*) FROM (SELECT 1 FROM task_queue
-		WHERE pool = ? AND tenant = ? AND state = 'queued' AND run_after IS NULL LIMIT ?)`,
-		string(pool), tenant, limit).Scan(&n)
-	return n, err
-}
-
-// SetTenantQueues writes the claim's virtual times and ready counts.
-func (t *txn) SetTenantQueues(pool dockettype.Pool, rows []engine.TenantQueue) error {
-	for _, r := range rows {
-		if err := t.exec(`UPDATE tenant_queues SET vtime = max(vtime, ?),
-			queued = max(CASE WHEN ? >= 0 THEN ? ELSE queued END - ?, 0)
-			WHERE pool = ? AND tenant = ?`, r.VTime, r.Reset, r.Reset, r.Taken, string(pool), r.Tenant); err != nil {
-			return err
+		for _, id := range got {
+			tenantOf[id] = i
 		}
+		ids = append(ids, got...)
 	}
-	return nil
-}
-
-// Lease moves the picked tasks to running and returns them with input.
-func (t *txn) Lease(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
+	out := make([][]*store.ClaimedTask, len(grants))
+	if len(ids) == 0 {
+		return out, nil
+	}
 	list := jsonArg(ids)
 	if err := t.exec(`UPDATE task_queue SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
 			lease_owner = ?, lease_expires_at = ?, started_at = coalesce(started_at, ?)
-		WHERE id IN (SELECT value FROM json_each(?)) AND state = 'queued'`, owner, ms(expires), ms(now), list); err != nil {
+		WHERE id IN (SELECT value FROM json_each(?))`, owner, ms(expires), ms(now), list); err != nil {
 		return nil, err
 	}
 	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+taskCols+`, t.input
 		FROM task_queue q JOIN tasks t ON t.id = q.id LEFT JOIN task_results r ON r.task_id = q.id
-		WHERE q.id IN (SELECT value FROM json_each(?)) AND q.state = 'running' AND q.lease_owner = ? AND q.lease_expires_at = ?`,
-		list, owner, ms(expires))
+		WHERE q.id IN (SELECT value FROM json_each(?))`, list)
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, func(r *sql.Rows) (*store.ClaimedTask, error) {
+	claimed, err := collect(rows, func(r *sql.Rows) (*store.ClaimedTask, error) {
 		c := &store.ClaimedTask{}
 		var err error
 		c.Task, err = scanTaskExtra(r, &c.Input)
 		return c, err
 	})
+	for _, c := range claimed {
+		i := tenantOf[c.Task.ID]
+		out[i] = append(out[i], c)
+	}
+	return out, err
+}
+
+// SetTenantQueues applies the claim's charges and ready counts.
+func (t *txn) SetTenantQueues(pool dockettype.Pool, rows []engine.TenantQueue) error {
+	for _, r := range rows {
+		if err := t.exec(`UPDATE tenant_queues SET vtime = vtime + ?, queued = max(queued - ?, 0)
+			WHERE pool = ? AND tenant = ?`, r.Charge, r.Taken, string(pool), r.Tenant); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LockLive does nothing: SQLite's one write transaction holds every row.
@@ -578,3 +578,7 @@ func nullString(s string) any {
 	}
 	return s
 }
+
+// Notify does nothing: an SQLite database has one node, which signals its
+// own pools and waiters in process.
+func (t *txn) Notify([]dockettype.Pool, []string) error { return nil }

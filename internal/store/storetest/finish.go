@@ -179,4 +179,40 @@ func (su suite) testFinish(t *testing.T) {
 		finishOne(t, s, at(12*time.Second), succeed(again.Lease()), true)
 		wantReleased(t, s, it.TaskID, at(12*time.Second))
 	})
+	su.run(t, "ReleaseAtShutdown", func(t *testing.T, s store.Store) {
+		it := newItem(tenantA)
+		admitOne(t, s, at(0), it)
+		c := claimOne(t, s, at(time.Second))
+		now := at(2 * time.Second)
+		res := finishOne(t, s, now, store.FinishItem{Lease: c.Lease(), Kind: store.FinishRelease}, true)
+		if res.State != dockettype.StateQueued {
+			t.Errorf("FinishResult.State = %s, want queued", res.State)
+		}
+		task := getTask(t, s, tenantA, it.TaskID)
+		wantState(t, task, dockettype.StateQueued, 1)
+		if task.Attempt != 0 || task.FinishedAt != nil || task.Error != nil {
+			t.Errorf("released task: Attempt %d FinishedAt %v Error %v, want attempt 0 (not charged), not finished, no error",
+				task.Attempt, task.FinishedAt, task.Error)
+		}
+		ev := lastEvent(t, s, tenantA, it.TaskID, dockettype.StateRunning, dockettype.StateQueued, 1)
+		if ev.Code != dockettype.CodeShutdown {
+			t.Errorf("release event code = %q, want %s", ev.Code, dockettype.CodeShutdown)
+		}
+		wantHeld(t, s, it.TaskID)
+		wantUsage(t, s, dockettype.PoolOnline, 1, tenantA, 1)
+		// The lease is cleared: nothing expires, and the old lease is fenced.
+		if got := findExpired(t, s, at(time.Hour), 10); len(got) != 0 {
+			t.Errorf("expired leases after release = %v, want none", expiredIDs(got))
+		}
+		finishOne(t, s, now, succeed(c.Lease()), false)
+		// Ready at once, as the same attempt number.
+		again := claimOne(t, s, now)
+		if again.Task.ID != it.TaskID || again.Task.Attempt != 1 || again.Task.LeaseEpoch != 2 {
+			t.Errorf("claim after release: task %s attempt %d epoch %d, want %s attempt 1 epoch 2",
+				again.Task.ID, again.Task.Attempt, again.Task.LeaseEpoch, it.TaskID)
+		}
+		wantTimePtr(t, "StartedAt after the second claim (the first claim's time)", again.Task.StartedAt, at(time.Second))
+		finishOne(t, s, at(3*time.Second), succeed(again.Lease()), true)
+		wantReleased(t, s, it.TaskID, at(3*time.Second))
+	})
 }

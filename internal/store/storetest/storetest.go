@@ -23,6 +23,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Admit", su.testAdmit)
 	t.Run("AdmitConcurrency", su.testAdmitConcurrency)
 	t.Run("Claim", su.testClaim)
+	t.Run("Schedule", su.testSchedule)
 	t.Run("Fairness", su.testFairness)
 	t.Run("Finish", su.testFinish)
 	t.Run("Evidence", su.testEvidence)

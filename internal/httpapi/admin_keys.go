@@ -1,0 +1,178 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/auth"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// keyBody is an API key as the admin API lists it: never the key, never
+// its hash.
+type keyBody struct {
+	ID        string          `json:"id"`
+	Tenant    string          `json:"tenant"`
+	Principal string          `json:"principal"`
+	Role      dockettype.Role `json:"role"`
+	CreatedAt time.Time       `json:"created_at"`
+	RevokedAt *time.Time      `json:"revoked_at"`
+}
+
+// createdKeyBody is the answer of POST /v1/admin/keys: the only time the
+// key itself is shown.
+type createdKeyBody struct {
+	ID        string          `json:"id"`
+	Key       string          `json:"key"`
+	Tenant    string          `json:"tenant"`
+	Principal string          `json:"principal"`
+	Role      dockettype.Role `json:"role"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+type keysBody struct {
+	Keys []keyBody `json:"keys"`
+}
+
+func keyOf(k *store.APIKey) keyBody {
+	return keyBody{ID: k.ID, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+}
+
+// keyFields are the members of a POST /v1/admin/keys body.
+var keyFields = map[string]bool{"tenant": true, "principal": true, "role": true}
+
+// createKey serves POST /v1/admin/keys: a new key for (tenant, principal,
+// role), the tenant created with the default limit when missing. The key
+// is in this answer and nowhere else.
+func (s *server) createKey(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
+	if _, err := queryParams(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := checkJSONContentType(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	raw, err := decodeObject(body, keyFields, "the request body")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	tenant, principal, role := "", "", string(dockettype.RoleMember)
+	for name, dst := range map[string]*string{"tenant": &tenant, "principal": &principal, "role": &role} {
+		if v, ok := raw[name]; ok {
+			if *dst, err = decodeString(name, v); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+	}
+	switch {
+	case !auth.ValidName(tenant):
+		err = invalidRequest(`"tenant" is required: 1-64 characters of [A-Za-z0-9._@-]`)
+	case !auth.ValidName(principal):
+		err = invalidRequest(`"principal" is required: 1-64 characters of [A-Za-z0-9._@-]`)
+	case role != string(dockettype.RoleMember) && role != string(dockettype.RoleAdmin):
+		err = invalidRequest(`"role" must be "member" or "admin"`)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	now := s.clock.Now()
+	if _, err := s.adminStore.EnsureTenant(ctx, &store.EnsureTenantParams{Now: now, ID: tenant, DefaultMaxInFlight: s.tenantLimit}); err != nil {
+		writeError(w, r, s.adminStoreError(ctx, "admin_keys", err))
+		return
+	}
+	key, k, err := auth.CreateKey(ctx, s.adminStore, now, tenant, principal, dockettype.Role(role))
+	if err != nil {
+		writeError(w, r, s.adminStoreError(ctx, "admin_keys", err))
+		return
+	}
+	s.log.InfoContext(ctx, "api key created", "key_id", k.ID, "tenant", k.Tenant, "role", k.Role)
+	writeJSON(w, r, http.StatusCreated, createdKeyBody{
+		ID: k.ID, Key: key, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, CreatedAt: k.CreatedAt,
+	})
+}
+
+// listKeys serves GET /v1/admin/keys[?tenant=T]: the keys (of one tenant,
+// or all), oldest first, revoked ones included.
+func (s *server) listKeys(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
+	q, err := queryParams(r, "tenant")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	tenant, ok := q["tenant"]
+	if ok && !auth.ValidName(tenant) {
+		writeError(w, r, invalidRequest("tenant must be 1-64 characters of [A-Za-z0-9._@-]"))
+		return
+	}
+	keys, err := s.adminStore.ListAPIKeys(r.Context(), tenant)
+	if err != nil {
+		writeError(w, r, s.adminStoreError(r.Context(), "admin_keys", err))
+		return
+	}
+	out := keysBody{Keys: make([]keyBody, len(keys))}
+	for i, k := range keys {
+		out.Keys[i] = keyOf(k)
+	}
+	writeJSON(w, r, http.StatusOK, out)
+}
+
+// keyForgetter is an Authenticator that caches the keys it resolved
+// (*auth.Authenticator.WithCache): revoking a key drops it from this node's
+// cache at once; other nodes drop it when their cache entry expires.
+type keyForgetter interface {
+	Forget(keyID string)
+}
+
+// revokeKey serves POST /v1/admin/keys/{id}/revoke: the key with its
+// revoked_at (revoking again changes nothing). From this answer on, this
+// node refuses the key.
+func (s *server) revokeKey(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
+	if _, err := queryParams(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	notFound := dockettype.NewError(dockettype.CodeNotFound, "no such key")
+	id := r.PathValue("id")
+	if !plausibleID(id) {
+		writeError(w, r, notFound)
+		return
+	}
+	k, err := s.adminStore.RevokeAPIKey(r.Context(), &store.RevokeAPIKeyParams{Now: s.clock.Now(), ID: id})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, r, notFound)
+		return
+	case err != nil:
+		writeError(w, r, s.adminStoreError(r.Context(), "admin_keys", err))
+		return
+	}
+	if f, ok := s.authn.(keyForgetter); ok {
+		f.Forget(k.ID)
+	}
+	s.log.InfoContext(r.Context(), "api key revoked", "key_id", k.ID, "tenant", k.Tenant, "role", k.Role)
+	writeJSON(w, r, http.StatusOK, keyOf(k))
+}
+
+// decodeString decodes a string member (null is not a string).
+func decodeString(name string, v json.RawMessage) (string, error) {
+	var str string
+	if bytes.Equal(bytes.TrimSpace(v), []byte("null")) || json.Unmarshal(v, &str) != nil {
+		return "", invalidRequest(fmt.Sprintf("%s must be a string", name))
+	}
+	return str, nil
+}

@@ -1,0 +1,92 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/logtest"
+)
+
+// A failed task carries its workflow's message (or a fixed reason) in
+// error.message for its tenant; the failure is logged with its code and
+// IDs, never with the message.
+func TestFailureMessageReachesTheTaskNotTheLog(t *testing.T) {
+	h := newHarness(t)
+	secret := "input needs a \"text\" string " + logtest.Canary
+	h.rt.register("test.refuse", dockettype.PoolOnline, func(context.Context, *Invocation) (json.RawMessage, error) {
+		return nil, &dockettype.Failure{Code: dockettype.CodeInvalidInput, Message: secret}
+	})
+	h.rt.register("test.boom", dockettype.PoolOnline, func(context.Context, *Invocation) (json.RawMessage, error) {
+		panic(logtest.Canary)
+	})
+	h.rt.register("test.oops", dockettype.PoolOnline, func(context.Context, *Invocation) (json.RawMessage, error) {
+		return nil, errors.New(logtest.Canary)
+	})
+	h.start()
+	tests := []struct {
+		workflow string
+		code     dockettype.Code
+		message  string
+	}{
+		{"test.refuse", dockettype.CodeInvalidInput, secret},
+		{"test.boom", dockettype.CodeWorkerPanic, "the workflow panicked"},
+		{"test.oops", dockettype.CodeWorkflowError, "the workflow returned an unexpected error"},
+	}
+	for _, tc := range tests {
+		res, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: tc.workflow, Workflow: tc.workflow, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The service's long poll returns when the completer notifies it.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		got, err := h.svc.Wait(ctx, alice, res.Task.ID, MaxWait)
+		cancel()
+		if err != nil || got.State != dockettype.StateFailed {
+			t.Fatalf("%s: %+v %v, want failed", tc.workflow, got, err)
+		}
+		if got.Error == nil || got.Error.Code != tc.code || got.Error.Message != tc.message {
+			t.Errorf("%s: error = %+v, want code %s and message %q", tc.workflow, got.Error, tc.code, tc.message)
+		}
+		// The failure is logged once, by code and IDs.
+		var found int
+		for _, line := range strings.Split(h.logs.String(), "\n") {
+			if !strings.Contains(line, `"msg":"task failed"`) || !strings.Contains(line, res.Task.ID) {
+				continue
+			}
+			found++
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec["code"] != string(tc.code) || rec["tenant"] != "acme" || rec["trace_id"] != res.Task.TraceID || rec["task_id"] != res.Task.ID {
+				t.Errorf("%s: log line %s, want code, tenant, trace and task", tc.workflow, line)
+			}
+		}
+		if found != 1 {
+			t.Errorf("%s: %d \"task failed\" log lines, want 1:\n%s", tc.workflow, found, h.logs)
+		}
+	}
+	// logtest fails the test if any line carries the canary.
+}
+
+func TestCleanMessage(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 150) // 300 bytes
+	tests := []struct{ in, want string }{
+		{"  input needs a \"text\" string\n", `input needs a "text" string`},
+		{"tab\there\x00nul", "tab here nul"},
+		{"bad \xff utf8", "bad \uFFFD utf8"},
+		{long, strings.Repeat("é", 100)},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		if got := cleanMessage(tc.in); got != tc.want {
+			t.Errorf("cleanMessage(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/metrics"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// evidenceAppender is the store call evidence writes make.
+type evidenceAppender interface {
+	AppendEvidence(ctx context.Context, params *store.AppendEvidenceParams) error
+}
+
+// fencedEvidence is the EvidenceWriter a workflow gets: it writes evidence
+// under one attempt's lease, so a worker that lost its lease writes none.
+type fencedEvidence struct {
+	baseService
+	store        evidenceAppender
+	metrics      *metrics.Metrics
+	lease        store.Lease
+	queryTimeout time.Duration
+}
+
+func newFencedEvidence(base baseService, st evidenceAppender, m *metrics.Metrics, lease store.Lease, queryTimeout time.Duration) *fencedEvidence {
+	return &fencedEvidence{baseService: base, store: st, metrics: m, lease: lease, queryTimeout: queryTimeout}
+}
+
+func (e *fencedEvidence) WriteEvidence(ctx context.Context, items []dockettype.EvidenceItem) error {
+	params := &store.AppendEvidenceParams{Now: e.clock.Now(), Lease: e.lease}
+	for _, it := range items {
+		if !json.Valid(it.Body) {
+			return fmt.Errorf("evidence %q: body is not valid JSON", it.Kind)
+		}
+		params.Items = append(params.Items, store.EvidenceItem{Kind: it.Kind, Body: it.Body})
+	}
+	qctx, cancel := context.WithTimeout(ctx, e.queryTimeout)
+	defer cancel()
+	err := e.store.AppendEvidence(qctx, params)
+	switch {
+	case errors.Is(err, store.ErrStaleLease):
+		e.metrics.FencingRejections.WithLabelValues("evidence").Inc()
+		e.log.WarnContext(ctx, "evidence write fenced", "code", dockettype.CodeStaleLease, "task_id", e.lease.TaskID)
+		return err
+	case err != nil:
+		e.metrics.StoreErrors.WithLabelValues("append_evidence").Inc()
+		e.log.WarnContext(ctx, "evidence write failed", "code", storeErrorCode(err), "task_id", e.lease.TaskID)
+		return fmt.Errorf("write evidence: %w", store.ErrUnavailable)
+	}
+	return nil
+}

@@ -1,0 +1,8 @@
+package postgres
+
+// The statements the scale test explains, as the store runs them.
+const (
+	TakeSQL        = takeSQL
+	FindExpiredSQL = findExpiredSQL
+	FindOverdueSQL = findOverdueSQL
+)
