@@ -88,6 +88,11 @@ type Config struct {
 	// at once; default 1000 and 100; < 0: no bound.
 	MaxWaits, MaxWaitsPerTenant int
 
+	// ClockOffset shifts this node's clock (fault testing only: `docket
+	// faultcheck --scenario clock-skew` runs a node whose clock is ahead).
+	// Leave it 0.
+	ClockOffset time.Duration
+
 	// Workflows holds the embedder's own workflows; built-ins are added to
 	// it. Nil means built-ins only.
 	Workflows *workflow.Registry
@@ -156,7 +161,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	clock := clockwork.NewRealClock()
+	clock := newClock(cfg.ClockOffset)
 	s := &Server{cfg: cfg, store: st, log: cfg.Logger, metrics: metrics.New(), clock: clock}
 	var provider quality.Provider
 	switch cfg.Mode {

@@ -38,8 +38,14 @@ var commandHelp = map[string]struct{ args, summary string }{
 	"events":             {"[flags] ID", "Show a task's history."},
 	"evidence":           {"[flags] ID", "Show the evidence a task's workflow recorded."},
 	"bench":              {"[flags]", "Measure end-to-end throughput and latency against a running server."},
+	"faultcheck":         {"--db PATH|URL [--scenario S] [--duration D] [flags]", "Run servers of this binary under a recorded load while injecting faults (kill -9, PostgreSQL restarts, connection resets, ambiguous commits, frozen nodes, clock skew), drain, then check the history against the database: nothing acknowledged lost, no duplicate, no terminal state overwritten, admission within limits, executions within attempts. Exits 1 on any anomaly. Use a scratch database."},
 	"version":            {"", "Print the version of this binary."},
 }
+
+// hiddenFlags are flags for Docket's own tools (serve's --clock-offset and
+// --faultcheck-probe, set by `docket faultcheck`): left out of --help and
+// read from the command line only.
+var hiddenFlags = []string{"clock-offset", "faultcheck-probe"}
 
 // newFlags returns a flag set for one command ("serve", "keys create", …).
 // Parse it with parse.
@@ -109,6 +115,9 @@ func helpText(fs *flag.FlagSet) string {
 	}
 	b.WriteString("\nflags (each also read from the environment variable shown):\n")
 	fs.VisitAll(func(f *flag.Flag) {
+		if slices.Contains(hiddenFlags, f.Name) {
+			return
+		}
 		typ, usage := flag.UnquoteUsage(f)
 		fmt.Fprintf(&b, "  --%s", f.Name)
 		if typ != "" {

@@ -9,6 +9,7 @@
 //	docket rules publish FILE | docket rules list
 //	docket submit | get | cancel | list | events | evidence   (HTTP client commands)
 //	docket bench --db PATH|URL --mode burn-down|continuous|http   (measure a store in-process)
+//	docket faultcheck --db PATH|URL --scenario S --duration D     (inject faults, check the guarantees)
 //	docket version
 //
 // Every flag can also be set with an environment variable: --lease-ttl is
@@ -54,6 +55,9 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
 measure:
   bench --db PATH|URL   measure a store in-process: --mode burn-down|continuous|http
   bench --url URL       measure a running server end to end
+  faultcheck --db PATH|URL
+                        inject faults under load and check the guarantees:
+                        --scenario kill9|pg-restart|conn-reset|ambiguous-commit|pause|clock-skew|all
 other:
   version               print the version
   help [COMMAND]        show this help, or a command's
@@ -63,19 +67,20 @@ Run 'docket help <command>' or 'docket <command> --help' for its flags.
 
 // commands maps each command to its implementation.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
-	"serve":    serveCmd,
-	"migrate":  migrateCmd,
-	"keys":     keysCmd,
-	"tenants":  tenantsCmd,
-	"rules":    rulesCmd,
-	"submit":   submitCmd,
-	"get":      getCmd,
-	"cancel":   cancelCmd,
-	"list":     listCmd,
-	"events":   eventsCmd,
-	"evidence": evidenceCmd,
-	"bench":    benchCmd,
-	"version":  versionCmd,
+	"serve":      serveCmd,
+	"migrate":    migrateCmd,
+	"keys":       keysCmd,
+	"tenants":    tenantsCmd,
+	"rules":      rulesCmd,
+	"submit":     submitCmd,
+	"get":        getCmd,
+	"cancel":     cancelCmd,
+	"list":       listCmd,
+	"events":     eventsCmd,
+	"evidence":   evidenceCmd,
+	"bench":      benchCmd,
+	"faultcheck": faultcheckCmd,
+	"version":    versionCmd,
 }
 
 // run executes one command and returns the process exit code: 0, 1 when

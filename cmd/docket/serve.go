@@ -10,8 +10,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/docket-dev/docket"
+	"github.com/docket-dev/docket/internal/faultcheck"
 	"github.com/docket-dev/docket/internal/httpapi"
+	"github.com/docket-dev/docket/workflow"
 )
 
 func serveCmd(args []string, stdout, stderr io.Writer) error {
@@ -40,12 +44,24 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.BodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "how long a client may take to send a request body")
 	maxWaits := fs.Int("max-waits", httpapi.DefaultMaxWaits, "most long polls (?wait=) held at once on this node (0: no bound); more are answered 429")
 	maxWaitsPerTenant := fs.Int("max-waits-per-tenant", httpapi.DefaultMaxWaitsPerTenant, "most long polls held at once per tenant on this node (0: no bound)")
-	if _, err := parse(fs, args); err != nil {
+	// Hidden, for `docket faultcheck` only (command line only, not in --help).
+	clockOffset := fs.Duration("clock-offset", 0, "shift this node's clock (fault testing)")
+	probeDir := fs.String("faultcheck-probe", "", "register the faultcheck.probe workflow, logging its executions in this folder")
+	if _, _, err := parseArgs(fs, args, hiddenFlags...); err != nil {
 		return err
 	}
 	cfg.Retention = *retention
 	if cfg.Retention == 0 {
 		cfg.Retention = -1 // keep forever
+	}
+	cfg.ClockOffset = *clockOffset
+	if *probeDir != "" {
+		cfg.Workflows = workflow.NewRegistry()
+		probeLog, err := faultcheck.RegisterProbe(cfg.Workflows, *probeDir, clockwork.NewRealClock())
+		if err != nil {
+			return err
+		}
+		defer probeLog.Close()
 	}
 	// On the command line 0 means no bound; in docket.Config it is < 0.
 	unbounded := func(n int) int {

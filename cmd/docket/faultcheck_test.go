@@ -1,0 +1,111 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/docket-dev/docket/internal/faultcheck"
+)
+
+// TestFaultcheckKill9 runs `docket faultcheck --scenario kill9` briefly, as
+// a user would, on SQLite and (when DOCKET_TEST_POSTGRES_URL is set) on a
+// fresh PostgreSQL database: servers of the binary are killed with SIGKILL
+// and restarted under load, and the checker must find no anomaly.
+func TestFaultcheckKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs it for about 30 s")
+	}
+	bin := buildDocket(t)
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		runFaultcheck(t, bin, filepath.Join(t.TempDir(), "fc.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		base := os.Getenv("DOCKET_TEST_POSTGRES_URL")
+		if base == "" {
+			t.Skip("DOCKET_TEST_POSTGRES_URL is not set")
+		}
+		t.Parallel()
+		runFaultcheck(t, bin, scratchDatabase(t, base))
+	})
+}
+
+func runFaultcheck(t *testing.T, bin, db string) {
+	work := t.TempDir()
+	cmd := exec.Command(bin, "faultcheck", "--db", db, "--scenario", "kill9", "--duration", "15s",
+		"--seed", "1", "--json", "--workdir", work)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var reports []*faultcheck.Report
+	if jerr := json.Unmarshal(stdout.Bytes(), &reports); jerr != nil {
+		t.Fatalf("faultcheck: %v; output is not the JSON reports (%v):\n%s\nstderr:\n%s", err, jerr, stdout.String(), stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("faultcheck: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if len(reports) != 1 || reports[0].Result == nil {
+		t.Fatalf("reports %s, want one with a result", stdout.String())
+	}
+	r := reports[0].Result
+	if n := r.AnomalyCount(); n != 0 {
+		t.Errorf("%d anomalies: %v %q", n, r.Anomalies, r.Examples)
+	}
+	if reports[0].Faults[faultcheck.FaultKill] == 0 {
+		t.Errorf("no kill -9 in 15 s: faults %v", reports[0].Faults)
+	}
+	if r.Acknowledged < 50 || r.Tasks != r.Acknowledged || r.Executions == 0 {
+		t.Errorf("acknowledged %d, tasks %d, executions %d: want at least 50 acknowledged, each a task, and executions logged",
+			r.Acknowledged, r.Tasks, r.Executions)
+	}
+	t.Logf("%s: %d operations, %d acknowledged, faults %v, %d lease recoveries, %d tasks run again",
+		reports[0].Store, r.Operations, r.Acknowledged, reports[0].Faults, r.LeaseRecoveries, r.ReExecuted)
+}
+
+// scratchDatabase creates an empty database next to the one base names
+// and drops it when the test ends (the checker's servers need a database
+// of their own, not a schema).
+func scratchDatabase(t *testing.T, base string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect to PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "docket_fc_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("connect to drop %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}

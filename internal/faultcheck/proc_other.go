@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package faultcheck
+
+import "syscall"
+
+func childProcAttr() *syscall.SysProcAttr { return nil }
