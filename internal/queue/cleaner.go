@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/docket-dev/docket/internal/metrics"
@@ -16,9 +17,12 @@ type finishedDeleter interface {
 // Cleaner deletes tasks that finished more than Retention ago, with their
 // input, events, evidence and idempotency binding (the key can then be used
 // again). It is a fourth independent scheduler: its own loop, timer and
-// store fork; a tick deletes at most ScanBatches batches of ScanBatch
-// tasks, with a pause between two, so that it never holds the database for
-// long.
+// store fork. A tick deletes batches of ScanBatch tasks with a pause
+// between two, so that no transaction holds the database for long, until
+// nothing is left or the tick has run for its whole interval: unlike the
+// recovery and deadline scans its work grows with the service's
+// throughput (thousands of tasks finish every second), so a fixed number
+// of batches per tick would let the finished tasks outgrow it.
 type Cleaner struct {
 	schedulerLoop
 	store     finishedDeleter
@@ -28,13 +32,18 @@ type Cleaner struct {
 
 func newCleaner(base baseService, cfg schedulerConfig, scan scanConfig, retention time.Duration, st finishedDeleter,
 	m *metrics.Metrics, sig *schedulerSignals) *Cleaner {
+	scan.Batches = math.MaxInt // bounded by time instead (see tick)
 	c := &Cleaner{store: st, retention: retention, scan: scan}
 	c.schedulerLoop = newSchedulerLoop(base, cfg, m, sig, c.tick)
 	return c
 }
 
 func (c *Cleaner) tick(ctx context.Context) error {
-	return c.batches(ctx, c.scan, c.batch)
+	end := c.clock.Now().Add(c.interval)
+	return c.batches(ctx, c.scan, func(ctx context.Context) (bool, error) {
+		more, err := c.batch(ctx)
+		return more && c.clock.Now().Before(end), err
+	})
 }
 
 func (c *Cleaner) batch(ctx context.Context) (more bool, err error) {

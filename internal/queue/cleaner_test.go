@@ -89,3 +89,51 @@ func TestExecutionServiceRetention(t *testing.T) {
 	}
 	hold.open()
 }
+
+// A cleaner tick is bounded by its interval, not by a number of batches:
+// the finished tasks grow with throughput, and a fixed batch count per tick
+// would let them outgrow the cleaner.
+func TestCleanerTickRunsForItsInterval(t *testing.T) {
+	h := newHarness(t, func(h *harness, c *Config) {
+		c.Retention = time.Hour
+		c.CleanerInterval = time.Minute
+		c.ScanBatch = 1
+		c.ScanBatches = 2 // the recovery and deadline bound; the cleaner ignores it
+		c.ScanPause = 20 * time.Second
+	})
+	tk := h.watchTicks()
+	h.svc.signals.cleaner.paused.init()
+	h.start()
+	await(t, "cleaner", tk.cleaner) // the first tick, on an empty database
+
+	var old []*dockettype.Task
+	for i := range 5 {
+		old = append(old, h.submit(alice, fmt.Sprint("old-", i), "test.echo", `1`))
+	}
+	for _, task := range old {
+		h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
+	}
+	// Past the retention at the next tick: batches of one at 0, 20, 40 and
+	// 60 s; the one that reaches the interval is the tick's last.
+	h.clock.Advance(time.Hour + time.Minute)
+	for range 3 {
+		pause := await(t, "cleaner pause", h.svc.signals.cleaner.paused.ch)
+		h.clock.Advance(pause)
+	}
+	// The tick ends without waiting for a fourth pause (had it gone on, it
+	// would be waiting for one now, with a task left to delete).
+	await(t, "cleaner", tk.cleaner)
+	// The next tick is due at once (periods are timed from a tick's start):
+	// it deletes the fifth task, then pauses as a full batch does.
+	pause := await(t, "cleaner pause", h.svc.signals.cleaner.paused.ch)
+	if n := testutil.ToFloat64(h.svc.metrics.TasksDeleted); n != 5 {
+		t.Fatalf("%v tasks deleted after the second tick's first batch, want 5", n)
+	}
+	h.clock.Advance(pause)
+	await(t, "cleaner", tk.cleaner)
+	for _, task := range old {
+		if _, err := h.svc.Get(context.Background(), alice, task.ID); errorCode(t, err) != dockettype.CodeNotFound {
+			t.Fatalf("deleted task %s: %v, want not_found", task.ID, err)
+		}
+	}
+}

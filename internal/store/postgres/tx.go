@@ -560,11 +560,15 @@ func (t *txn) LockTask(tenant, id string) (dockettype.State, int64, bool, error)
 	return dockettype.State(state), epoch, false, nil
 }
 
-// FinishedBefore finds tasks that finished before a time, oldest first
-// (the BRIN index narrows the scan to the old end of the table).
+// FinishedBefore finds tasks that finished before a time. It walks the
+// primary key: task IDs are UUIDv7, ordered by creation time, so the old
+// results are at its front and a batch reads about as many rows as it
+// returns, however many results the table holds (ordering by finished_at
+// would sort them all, batch after batch). The rows it steps over are the
+// few old tasks that finished recently (long runs, far run_at, retries).
 func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
 	rows, err := t.query(`SELECT task_id FROM task_results WHERE finished_at < $1
-		ORDER BY finished_at LIMIT $2`, ts(before), limit)
+		ORDER BY task_id LIMIT $2`, ts(before), limit)
 	if err != nil {
 		return nil, err
 	}

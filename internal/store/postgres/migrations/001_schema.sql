@@ -129,9 +129,6 @@ CREATE TABLE task_results (
 );
 -- Listing a tenant's finished tasks by state.
 CREATE INDEX task_results_tenant_state ON task_results (tenant, state, task_id);
--- Retention: rows are appended in finishing order, so a BRIN index is tiny
--- and nearly free to keep.
-CREATE INDEX task_results_finished ON task_results USING brin (finished_at);
 CREATE TRIGGER task_results_no_update BEFORE UPDATE ON task_results
     FOR EACH ROW EXECUTE FUNCTION docket_refuse_change('a task result is immutable');
 
