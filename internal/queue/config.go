@@ -55,7 +55,7 @@ type Config struct {
 	ScanBatches     int           // most recovery/deadline batches per tick; default 20
 	ScanPause       time.Duration // pause between two batches of one tick; default 50ms
 	HeartbeatBatch  int           // leases per heartbeat statement batch; default 1000
-	QueryTimeout    time.Duration // per store call in schedulers and pools; default 10s
+	QueryTimeout    time.Duration // per store call (API, admission, pools, completers, schedulers); default 10s
 
 	RetryBackoffBase time.Duration // first retry delay; default 1s
 	RetryBackoffMax  time.Duration // default 5m

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -162,7 +163,9 @@ func (p *pool) run(ctx context.Context) {
 		limit := min(n, p.cfg.ClaimBatch)
 		claimed, err := p.claim(ctx, limit)
 		if err != nil {
-			if ctx.Err() == nil {
+			// A claim cut short by Stop is no store error; any other is,
+			// even one that comes back while stopping.
+			if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
 				p.metrics.StoreErrors.WithLabelValues("claim").Inc()
 				p.log.WarnContext(ctx, "claim failed", "code", storeErrorCode(err))
 			}
