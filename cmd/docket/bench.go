@@ -24,7 +24,7 @@ import (
 
 // Flags of one kind of bench only.
 var (
-	storeBenchFlags  = []string{"mode", "duration", "clients", "tenants", "workers", "nodes", "capacity", "batch", "backlog", "json", "sqlite-synchronous"}
+	storeBenchFlags  = []string{"mode", "duration", "clients", "tenants", "workers", "nodes", "capacity", "batch", "backlog", "sqlite-synchronous"}
 	remoteBenchFlags = []string{"concurrency", "workflow", "input", "pool", "key"}
 )
 
@@ -89,7 +89,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return benchRemote(c, remoteBench{n: *n, conc: *conc, workflow: *wf, input: in, pool: *pool, timeout: *timeout}, stdout)
+		return benchRemote(c, remoteBench{n: *n, conc: *conc, workflow: *wf, input: in, pool: *pool, timeout: *timeout, asJSON: *asJSON}, stdout)
 	case !given["db"]:
 		return errors.New("give --db PATH|URL to measure a store in-process, or --url URL to measure a running server")
 	}

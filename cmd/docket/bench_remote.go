@@ -23,6 +23,25 @@ type remoteBench struct {
 	input    []byte
 	pool     string
 	timeout  time.Duration
+	asJSON   bool
+}
+
+// remoteResult is what --url --json prints: one object.
+type remoteResult struct {
+	Mode                 string                   `json:"mode"` // "url"
+	Workflow             string                   `json:"workflow"`
+	Tasks                int                      `json:"tasks"` // terminal at the end
+	Clients              int                      `json:"clients"`
+	Seconds              float64                  `json:"seconds"`          // first submit until every task is terminal
+	TasksPerSecond       float64                  `json:"tasks_per_second"` // end to end
+	SubmitSeconds        float64                  `json:"submit_seconds"`
+	SubmitTasksPerSecond float64                  `json:"submit_tasks_per_second"`
+	Latency              string                   `json:"latency"` // "admission_to_finish"
+	P50MS                float64                  `json:"p50_ms"`
+	P90MS                float64                  `json:"p90_ms"`
+	P99MS                float64                  `json:"p99_ms"`
+	MaxMS                float64                  `json:"max_ms"`
+	States               map[dockettype.State]int `json:"states"`
 }
 
 // benchRemote measures end-to-end throughput against a running server: it
@@ -120,6 +139,21 @@ feed:
 			return 0
 		}
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	if o.asJSON {
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		b, err := json.Marshal(remoteResult{
+			Mode: "url", Workflow: o.workflow, Tasks: len(tasks), Clients: o.conc,
+			Seconds: total.Seconds(), TasksPerSecond: float64(len(tasks)) / total.Seconds(),
+			SubmitSeconds: submitDone.Seconds(), SubmitTasksPerSecond: float64(submitted) / submitDone.Seconds(),
+			Latency: "admission_to_finish", P50MS: ms(pct(0.50)), P90MS: ms(pct(0.90)), P99MS: ms(pct(0.99)), MaxMS: ms(pct(1)),
+			States: states,
+		})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
 	}
 	fmt.Fprintf(stdout, "workflow %s, %d tasks, %d clients\n", o.workflow, submitted, o.conc)
 	fmt.Fprintf(stdout, "submit:     %8.0f tasks/s (%s)\n", float64(submitted)/submitDone.Seconds(), submitDone.Round(time.Millisecond))

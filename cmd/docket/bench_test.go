@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/httpapi/httpapitest"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 	"github.com/docket-dev/docket/internal/store/storetest"
 )
@@ -167,5 +168,37 @@ func TestBenchChoosesWhatToMeasure(t *testing.T) {
 	// DOCKET_MODE (serve's demo or pilot) is not the bench's mode.
 	if res := benchJSON(t, "--db", db, "-n", "5"); res["mode"] != "burn-down" {
 		t.Errorf("mode = %v, want burn-down", res["mode"])
+	}
+}
+
+// The bench of a running server submits every task over HTTP, waits for
+// each to finish, and reports what it saw; --json prints one object.
+func TestBenchOfARunningServer(t *testing.T) {
+	s := httpapitest.New(t, httpapitest.Options{})
+	code, out, errOut := runCLI(t, "bench", "--url", s.URL, "--key", s.Key, "-n", "40", "--concurrency", "4", "--json")
+	if code != 0 {
+		t.Fatalf("bench --url --json: exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Mode           string         `json:"mode"`
+		Tasks          int            `json:"tasks"`
+		TasksPerSecond float64        `json:"tasks_per_second"`
+		P50MS          float64        `json:"p50_ms"`
+		P99MS          float64        `json:"p99_ms"`
+		MaxMS          float64        `json:"max_ms"`
+		States         map[string]int `json:"states"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("bench --url --json printed %q: %v", out, err)
+	}
+	if res.Mode != "url" || res.Tasks != 40 || res.States["succeeded"] != 40 || res.TasksPerSecond <= 0 {
+		t.Fatalf("bench --url --json: %+v, want 40 succeeded tasks at a positive rate", res)
+	}
+	if !(res.P50MS <= res.P99MS && res.P99MS <= res.MaxMS) {
+		t.Fatalf("latency percentiles out of order: p50 %v p99 %v max %v", res.P50MS, res.P99MS, res.MaxMS)
+	}
+	code, out, errOut = runCLI(t, "bench", "--url", s.URL, "--key", s.Key, "-n", "5", "--concurrency", "2")
+	if code != 0 || !strings.Contains(out, "end to end:") || !strings.Contains(out, "succeeded:5") {
+		t.Fatalf("bench --url: exit %d, printed %q (%s)", code, out, errOut)
 	}
 }
