@@ -70,8 +70,11 @@ type Config struct {
 	DefaultTimeout  time.Duration // default 10m
 	ShutdownGrace   time.Duration // default 10s
 
-	MaxBodyBytes      int64  // default 1 MiB; also bounds each task of a batch
-	MaxBatchBytes     int64  // body of POST /v1/tasks/batch; default 16 MiB
+	MaxBodyBytes  int64 // default 1 MiB; also bounds each task of a batch
+	MaxBatchBytes int64 // body of POST /v1/tasks/batch; default 16 MiB
+	// MaxResultBytes bounds a workflow's result: a larger one fails the
+	// task with result_too_large. Default 1 MiB.
+	MaxResultBytes    int
 	SQLiteSynchronous string // full (default) or normal
 
 	// DefaultTenantLimit is the in-flight limit of a tenant created on
@@ -199,6 +202,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		CleanerInterval:   cfg.CleanerInterval,
 		DefaultTimeout:    cfg.DefaultTimeout,
 		ShutdownGrace:     cfg.ShutdownGrace,
+		MaxResultBytes:    cfg.MaxResultBytes,
 		Clock:             clock,
 		// Nodes sharing PostgreSQL judge leases and deadlines by its clock.
 		SyncClock:       IsPostgresURL(cfg.DB),

@@ -27,6 +27,7 @@ const (
 	CodeWorkflowError    Code = "workflow_error"    // task: the workflow returned an unclassified error
 	CodeInvalidInput     Code = "invalid_input"     // task: the workflow refused its input
 	CodeShutdown         Code = "shutdown"          // task: the node stopped before the task finished
+	CodeResultTooLarge   Code = "result_too_large"  // task: the workflow's result is over the server's limit
 
 	CodeStaleLease Code = "stale_lease" // internal, metric: a fenced write was refused
 )
@@ -37,7 +38,7 @@ var Codes = []Code{
 	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeQueueFull,
 	CodeTenantQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal,
 	CodeLeaseLost, CodeWorkerPanic, CodeDeadlineExceeded, CodeCancelled,
-	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeStaleLease,
+	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeResultTooLarge, CodeStaleLease,
 }
 
 // Known reports whether c is in the closed set.

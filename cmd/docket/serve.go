@@ -38,6 +38,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown lets running tasks finish")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body, and largest task of a batch")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", 16<<20, "largest body of POST /v1/tasks/batch")
+	fs.IntVar(&cfg.MaxResultBytes, "max-result-bytes", 1<<20, "largest workflow result; a larger one fails the task with result_too_large")
 	fs.StringVar(&cfg.SQLiteSynchronous, "sqlite-synchronous", "full", "SQLite durability: full (fsync every commit) or normal")
 	defaultLimit := defaultTenantLimitFlag(fs)
 	fs.IntVar(&cfg.MaxConnections, "max-connections", httpapi.DefaultMaxConnections, "most open client connections (lowered to fit the open-file limit); more wait to be accepted")

@@ -56,6 +56,9 @@ type Config struct {
 	ScanPause       time.Duration // pause between two batches of one tick; default 50ms
 	HeartbeatBatch  int           // leases per heartbeat statement batch; default 1000
 	QueryTimeout    time.Duration // per store call (API, admission, pools, completers, schedulers); default 10s
+	// MaxResultBytes bounds a workflow's result: a larger one fails the
+	// task with result_too_large (not retried). Default 1 MiB.
+	MaxResultBytes int
 
 	RetryBackoffBase time.Duration // first retry delay; default 1s
 	RetryBackoffMax  time.Duration // default 5m
@@ -115,6 +118,7 @@ func (c *Config) setDefaults() error {
 	setDur(&c.ScanPause, 50*time.Millisecond)
 	setInt(&c.HeartbeatBatch, 1000)
 	setDur(&c.QueryTimeout, 10*time.Second)
+	setInt(&c.MaxResultBytes, 1<<20)
 	setDur(&c.RetryBackoffBase, time.Second)
 	setDur(&c.RetryBackoffMax, 5*time.Minute)
 	setDur(&c.ShutdownGrace, 10*time.Second)

@@ -90,3 +90,39 @@ func TestCleanMessage(t *testing.T) {
 		}
 	}
 }
+
+// A result over MaxResultBytes is not stored: the task fails at once with
+// result_too_large (a retry would make the same result) and says how
+// large it was. A result at the limit is stored whole.
+func TestResultOverTheLimitFailsTheTask(t *testing.T) {
+	const limit = 64
+	h := newHarness(t, func(_ *harness, c *Config) { c.MaxResultBytes = limit })
+	h.rt.register("test.sized", dockettype.PoolOnline, func(_ context.Context, inv *Invocation) (json.RawMessage, error) {
+		var n int
+		if err := json.Unmarshal(inv.Input, &n); err != nil {
+			return nil, err
+		}
+		return json.Marshal(strings.Repeat("x", n-2)) // n bytes with its quotes
+	})
+	h.start()
+	big, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: "big", Workflow: "test.sized", Input: json.RawMessage("65"), MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: "fits", Workflow: "test.sized", Input: json.RawMessage("64"), MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitTerminal(alice, big.Task.ID, dockettype.StateFailed)
+	want := "the result of 65 bytes is over the 64-byte limit"
+	if got.Error == nil || got.Error.Code != dockettype.CodeResultTooLarge || got.Error.Message != want {
+		t.Errorf("error = %+v, want %s %q", got.Error, dockettype.CodeResultTooLarge, want)
+	}
+	if got.Attempt != 1 || got.Result != nil {
+		t.Errorf("attempt %d, result %q: want one attempt and no result", got.Attempt, got.Result)
+	}
+	ok := h.waitTerminal(alice, fits.Task.ID, dockettype.StateSucceeded)
+	if len(ok.Result) != limit {
+		t.Errorf("result at the limit stored as %d bytes, want %d", len(ok.Result), limit)
+	}
+}

@@ -188,7 +188,8 @@ func (s *Service) build() (*running, error) {
 		c := newCompleter(base("completer", "pool", p), p, f, s.leases, s.waiters, s.metrics, s.draining,
 			completerConfig{Batch: cfg.FinishBatch, QueryTimeout: cfg.QueryTimeout}, s.signals)
 		w := newWorker(base("worker", "pool", p), p, s.runtime, s.store, s.leases, c, s.metrics,
-			workerConfig{RetryBackoffBase: cfg.RetryBackoffBase, RetryBackoffMax: cfg.RetryBackoffMax, QueryTimeout: cfg.QueryTimeout}, s.signals)
+			workerConfig{RetryBackoffBase: cfg.RetryBackoffBase, RetryBackoffMax: cfg.RetryBackoffMax,
+				QueryTimeout: cfg.QueryTimeout, MaxResultBytes: cfg.MaxResultBytes}, s.signals)
 		pc := cfg.pool(p)
 		r.completers[p] = c
 		r.pools[p] = newPool(base("pool", "pool", p), p, f, w, s.metrics, s.wakeups[p], poolConfig{

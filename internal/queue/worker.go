@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -38,6 +39,7 @@ type workerConfig struct {
 	RetryBackoffBase time.Duration
 	RetryBackoffMax  time.Duration
 	QueryTimeout     time.Duration // per evidence write
+	MaxResultBytes   int
 }
 
 func newWorker(base baseService, pool dockettype.Pool, rt Runtime, ev evidenceAppender, leases *leaseRegistry,
@@ -126,6 +128,12 @@ func (w *worker) invoke(ctx context.Context, c *store.ClaimedTask) (result json.
 	result, err = w.runtime.Run(ctx, inv)
 	if err == nil && result != nil && !json.Valid(result) {
 		return nil, &dockettype.Failure{Code: dockettype.CodeWorkflowError}
+	}
+	// A result is stored, listed nowhere and read back whole by every GET
+	// of the task: bounded like a request body.
+	if err == nil && len(result) > w.cfg.MaxResultBytes {
+		return nil, &dockettype.Failure{Code: dockettype.CodeResultTooLarge,
+			Message: fmt.Sprintf("the result of %d bytes is over the %d-byte limit", len(result), w.cfg.MaxResultBytes)}
 	}
 	return result, err
 }

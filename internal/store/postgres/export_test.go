@@ -6,3 +6,6 @@ const (
 	FindExpiredSQL = findExpiredSQL
 	FindOverdueSQL = findOverdueSQL
 )
+
+// WritePlanSettings are the settings every write transaction runs under.
+var WritePlanSettings = writePlanSettings
