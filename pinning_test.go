@@ -15,11 +15,12 @@ import (
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/quality"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/storeopen"
 )
 
 func publish(t *testing.T, db, body string) *store.RuleSet {
 	t.Helper()
-	st, err := docket.OpenStore(context.Background(), db, docket.StoreOptions{})
+	st, err := storeopen.Open(context.Background(), db, storeopen.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestPilotPinsRuleSetVersion(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "docket.db")
 	v1 := publish(t, db, `{"name":"v1","rules":[{"id":"short","kind":"length","max":10}]}`)
-	st, err := docket.OpenStore(ctx, db, docket.StoreOptions{})
+	st, err := storeopen.Open(ctx, db, storeopen.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

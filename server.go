@@ -22,6 +22,7 @@ import (
 	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/runtime"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/storeopen"
 	"github.com/docket-dev/docket/workflow"
 )
 
@@ -160,7 +161,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			"max_connections", fitted, "asked", cfg.MaxConnections, "open_file_limit", limit)
 		cfg.MaxConnections = fitted
 	}
-	st, err := OpenStore(ctx, cfg.DB, StoreOptions{SQLiteSynchronous: cfg.SQLiteSynchronous})
+	st, err := storeopen.Open(ctx, cfg.DB, storeopen.Options{SQLiteSynchronous: cfg.SQLiteSynchronous})
 	if err != nil {
 		return nil, err
 	}

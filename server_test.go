@@ -15,6 +15,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/storeopen"
 	"github.com/docket-dev/docket/workflow"
 )
 
@@ -61,7 +62,7 @@ func get(t *testing.T, url string) string {
 func TestSQLiteFilesAreOwnerOnly(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "docket.db")
-	st, err := docket.OpenStore(context.Background(), db, docket.StoreOptions{})
+	st, err := storeopen.Open(context.Background(), db, storeopen.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestDefaultTenantLimit(t *testing.T) {
 		}
 		json.NewDecoder(resp.Body).Decode(&newco)
 		resp.Body.Close()
-		st, err := docket.OpenStore(context.Background(), db, docket.StoreOptions{})
+		st, err := storeopen.Open(context.Background(), db, storeopen.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,3 +47,18 @@ func (f *Failure) Error() string {
 	}
 	return "workflow failure: " + string(f.Code)
 }
+
+// Errors a workflow's evidence write (workflow.Binding.RecordEvidence) may
+// return; test them with errors.Is.
+var (
+	// ErrLeaseLost: the attempt's lease is no longer current (the task was
+	// cancelled, timed out or recovered); nothing was written. The
+	// workflow should return: its result will be refused too.
+	ErrLeaseLost = errors.New("docket: the attempt's lease is no longer current")
+	// ErrEvidenceUnavailable: the store could not be reached; nothing was
+	// written. Returning the error retries the attempt.
+	ErrEvidenceUnavailable = errors.New("docket: the evidence store is unavailable")
+	// ErrNoEvidenceSink: the binding was not created by the server (a
+	// zero Binding in a unit test).
+	ErrNoEvidenceSink = errors.New("docket: the binding has no evidence sink")
+)

@@ -16,6 +16,7 @@ import (
 	"github.com/docket-dev/docket/internal/auth"
 	"github.com/docket-dev/docket/internal/quality"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/storeopen"
 	"github.com/docket-dev/docket/internal/tenantlimits"
 )
 
@@ -25,7 +26,7 @@ func migrateCmd(args []string, stdout, stderr io.Writer) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	st, err := docket.OpenStore(context.Background(), *db, docket.StoreOptions{})
+	st, err := storeopen.Open(context.Background(), *db, storeopen.Options{})
 	if err != nil {
 		return err
 	}
@@ -42,7 +43,7 @@ func openExisting(ctx context.Context, db string) (store.Store, error) {
 			return nil, fmt.Errorf("no database at %s: check --db (only `docket serve` and `docket migrate` create one)", docket.RedactDB(db))
 		}
 	}
-	return docket.OpenStore(ctx, db, docket.StoreOptions{})
+	return storeopen.Open(ctx, db, storeopen.Options{})
 }
 
 // defaultTenantLimitFlag is --default-tenant-limit: the in-flight limit of

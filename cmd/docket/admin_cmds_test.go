@@ -14,9 +14,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/docket-dev/docket"
 	"github.com/docket-dev/docket/internal/auth"
 	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
+	"github.com/docket-dev/docket/internal/store/storeopen"
 )
 
 // testDatabases returns a migrated SQLite file and, when a test database is
@@ -122,7 +122,7 @@ func TestKeysAndTenantsCommands(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "key "+bobID+" (beta/bob) revoked at ") {
 				t.Fatalf("keys revoke: exit %d: %q %s", code, out, errOut)
 			}
-			st, err := docket.OpenStore(context.Background(), db, docket.StoreOptions{})
+			st, err := storeopen.Open(context.Background(), db, storeopen.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

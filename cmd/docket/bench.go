@@ -20,6 +20,7 @@ import (
 	"github.com/docket-dev/docket/internal/bench"
 	"github.com/docket-dev/docket/internal/dsn"
 	"github.com/docket-dev/docket/internal/queue"
+	"github.com/docket-dev/docket/internal/store/storeopen"
 )
 
 // Flags of one kind of bench only.
@@ -112,7 +113,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := docket.OpenStore(ctx, *db, docket.StoreOptions{SQLiteSynchronous: *sync})
+	st, err := storeopen.Open(ctx, *db, storeopen.Options{SQLiteSynchronous: *sync})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/docket-dev/docket"
 	"github.com/docket-dev/docket/internal/faultcheck"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/storeopen"
 )
 
 // faultcheckCmd runs the fault checker (internal/faultcheck): servers of
@@ -79,7 +80,7 @@ func faultcheckCmd(args []string, stdout, stderr io.Writer) error {
 		Binary: bin, DB: *db, Scenarios: scenarios, Duration: per, Seed: *seed, WorkDir: dir,
 		Clients: *clients, DrainTimeout: *drain, LeaseTTL: *leaseTTL, Progress: stderr,
 		OpenStore: func(ctx context.Context, db string) (store.Store, error) {
-			return docket.OpenStore(ctx, db, docket.StoreOptions{})
+			return storeopen.Open(ctx, db, storeopen.Options{})
 		},
 	})
 	failed := false

@@ -8,7 +8,6 @@ package binding
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -53,16 +52,14 @@ func (b *Binding) Deadline() time.Time   { return b.p.Deadline }
 func (b *Binding) ConfigVersion() string { return b.p.ConfigVersion }
 func (b *Binding) TraceID() string       { return b.p.TraceID }
 
-// ErrNoEvidenceSink is returned by RecordEvidence on a binding that was not
-// created by the server (the zero value).
-var ErrNoEvidenceSink = errors.New("binding: no evidence sink")
-
 // RecordEvidence appends evidence to the task under this attempt's lease.
-// It fails with a stale-lease error once the lease is no longer current
-// (the task was cancelled, timed out or recovered).
+// Its errors match (errors.Is) dockettype.ErrLeaseLost once the lease is no
+// longer current (the task was cancelled, timed out or recovered),
+// dockettype.ErrEvidenceUnavailable when the store cannot be reached, and
+// dockettype.ErrNoEvidenceSink on a binding the server did not create.
 func (b *Binding) RecordEvidence(ctx context.Context, items ...dockettype.EvidenceItem) error {
 	if b == nil || b.p.Evidence == nil {
-		return ErrNoEvidenceSink
+		return dockettype.ErrNoEvidenceSink
 	}
 	if len(items) == 0 {
 		return nil

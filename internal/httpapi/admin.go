@@ -89,8 +89,9 @@ func (s *server) adminStoreError(ctx context.Context, op string, err error) erro
 	s.metrics.StoreErrors.WithLabelValues(op).Inc()
 	if store.DatabaseCode(err) != "" {
 		// A refusal that retrying cannot fix: a bug must not look like an
-		// outage. (Its database code stays out of the log with its text.)
-		s.log.ErrorContext(ctx, "store refused the operation", "code", dockettype.CodeInternal, "op", op)
+		// outage. Its code is logged (a SQLSTATE, a SQLite result code);
+		// its text never is.
+		s.log.ErrorContext(ctx, "store refused the operation", "code", dockettype.CodeInternal, "op", op, "db_code", store.DatabaseLogCode(err))
 		return dockettype.NewError(dockettype.CodeInternal, internalMessage)
 	}
 	if errors.Is(err, store.ErrInvalid) {

@@ -205,12 +205,13 @@ func (c *completer) apply(ctx context.Context, items []*finishRequest) (retry []
 	case len(items) == 1:
 		c.metrics.StoreErrors.WithLabelValues("finish").Inc()
 		c.log.ErrorContext(ctx, "finish refused an outcome; dropped, its lease will lapse", "code", dockettype.CodeInternal,
-			"task_id", items[0].item.TaskID, "trace_id", items[0].traceID)
+			"db_code", store.DatabaseLogCode(err), "task_id", items[0].item.TaskID, "trace_id", items[0].traceID)
 		c.drop(items[0], "invalid")
 		return nil
 	default:
 		c.metrics.StoreErrors.WithLabelValues("finish").Inc()
-		c.log.WarnContext(ctx, "finish refused a batch; splitting it", "code", dockettype.CodeInternal, "batch", len(items))
+		c.log.WarnContext(ctx, "finish refused a batch; splitting it", "code", dockettype.CodeInternal,
+			"db_code", store.DatabaseLogCode(err), "batch", len(items))
 		half := len(items) / 2
 		left := c.apply(ctx, items[:half])
 		right := c.apply(ctx, items[half:])

@@ -377,8 +377,9 @@ func TestExecutionServiceEvidenceIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(proceed)
-	if err := <-lateErr; !errors.Is(err, store.ErrStaleLease) {
-		t.Fatalf("evidence after cancel: %v, want ErrStaleLease", err)
+	// Workflow code tests the public sentinel; the worker, the store's.
+	if err := <-lateErr; !errors.Is(err, dockettype.ErrLeaseLost) || !errors.Is(err, store.ErrStaleLease) {
+		t.Fatalf("evidence after cancel: %v, want dockettype.ErrLeaseLost (and store.ErrStaleLease)", err)
 	}
 	if n := metric(h.svc.metrics.FencingRejections, "evidence"); n != 1 {
 		t.Fatalf("evidence fencing rejections = %v, want 1", n)

@@ -46,11 +46,13 @@ func (e *fencedEvidence) WriteEvidence(ctx context.Context, items []dockettype.E
 	case errors.Is(err, store.ErrStaleLease):
 		e.metrics.FencingRejections.WithLabelValues("evidence").Inc()
 		e.log.WarnContext(ctx, "evidence write fenced", "code", dockettype.CodeStaleLease, "task_id", e.lease.TaskID)
-		return err
+		// Both sentinels match: the public one for workflow code, the
+		// store's for the worker's classification.
+		return fmt.Errorf("write evidence: %w: %w", dockettype.ErrLeaseLost, store.ErrStaleLease)
 	case err != nil:
 		e.metrics.StoreErrors.WithLabelValues("append_evidence").Inc()
-		e.log.WarnContext(ctx, "evidence write failed", "code", storeErrorCode(err), "task_id", e.lease.TaskID)
-		return fmt.Errorf("write evidence: %w", store.ErrUnavailable)
+		e.log.WarnContext(ctx, "evidence write failed", append(storeErrorAttrs(err), "task_id", e.lease.TaskID)...)
+		return fmt.Errorf("write evidence: %w: %w", dockettype.ErrEvidenceUnavailable, store.ErrUnavailable)
 	}
 	return nil
 }

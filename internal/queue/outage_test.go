@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,5 +161,32 @@ func TestExecutionServiceStopDuringOutage(t *testing.T) {
 	for _, id := range ids {
 		h2.waitTerminal(alice, id, dockettype.StateSucceeded)
 		assertHistoryValid(t, h2, alice, id)
+	}
+}
+
+// A database refusal that is not an outage (a constraint, a bad value: a
+// bug) is internal, not store_unavailable: it is counted, and logged with
+// its database code and never its text, so that alerts on outages stay
+// true.
+func TestDatabaseRefusalIsInternalNotAnOutage(t *testing.T) {
+	var fs *faultstore.Store
+	h := newHarness(t, withFaults(&fs))
+	h.start()
+	secret := "duplicate key value violates unique constraint " + logtest.Canary
+	fs.Set("admit", faultstore.Fail(&store.DatabaseError{Op: "admit", Code: "SQLSTATE 23505", Err: errors.New(secret)}))
+	_, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: "k", Workflow: "test.echo"})
+	var de *dockettype.Error
+	if !errors.As(err, &de) || de.Code != dockettype.CodeInternal {
+		t.Fatalf("submit refused by the database: %v, want internal", err)
+	}
+	if strings.Contains(de.Message, logtest.Canary) {
+		t.Errorf("the database's text reached the client: %q", de.Message)
+	}
+	if metric(h.svc.metrics.StoreErrors, "admit") != 1 {
+		t.Errorf("store errors for admit = %v, want 1", metric(h.svc.metrics.StoreErrors, "admit"))
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, `"db_code":"23505"`) || !strings.Contains(logs, `"code":"internal"`) {
+		t.Errorf("the refusal is not logged with its code and database code:\n%s", logs)
 	}
 }

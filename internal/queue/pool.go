@@ -167,7 +167,7 @@ func (p *pool) run(ctx context.Context) {
 			// even one that comes back while stopping.
 			if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
 				p.metrics.StoreErrors.WithLabelValues("claim").Inc()
-				p.log.WarnContext(ctx, "claim failed", "code", storeErrorCode(err))
+				p.log.WarnContext(ctx, "claim failed", storeErrorAttrs(err)...)
 			}
 			p.wait(ctx)
 			continue

@@ -110,7 +110,7 @@ func (sc *schedulerLoop) runTick(ctx context.Context) {
 		sc.metrics.SchedulerErrors.WithLabelValues(sc.name).Inc()
 		sc.metrics.Schedulers.Ran(sc.name, sc.clock.Now(), false)
 		sc.metrics.StoreErrors.WithLabelValues(sc.name).Inc()
-		sc.log.WarnContext(ctx, "scheduler tick failed", "code", storeErrorCode(err))
+		sc.log.WarnContext(ctx, "scheduler tick failed", storeErrorAttrs(err)...)
 		return
 	}
 	sc.metrics.SchedulerTicks.WithLabelValues(sc.name).Inc()

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
-	"github.com/docket-dev/docket/internal/binding"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/runtime"
@@ -100,7 +99,7 @@ func TestBindingCannotBeBuiltOutsideDocket(t *testing.T) {
 	}
 	var zero workflow.Binding
 	err := zero.RecordEvidence(context.Background(), dockettype.EvidenceItem{Kind: "x", Body: json.RawMessage(`{}`)})
-	if !errors.Is(err, binding.ErrNoEvidenceSink) {
+	if !errors.Is(err, dockettype.ErrNoEvidenceSink) {
 		t.Fatalf("zero binding RecordEvidence = %v, want ErrNoEvidenceSink", err)
 	}
 }

@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 var (
 	// ErrNotFound: the row does not exist or belongs to another tenant.
@@ -36,4 +39,16 @@ func DatabaseCode(err error) string {
 		return de.Code
 	}
 	return ""
+}
+
+// DatabaseLogCode is DatabaseCode in the form logs carry: the SQLSTATE
+// ("23505") or the SQLite extended result code ("2067") alone, with no
+// name or text that could be mistaken for, or grow into, a database
+// message. "" when err carries no database code.
+func DatabaseLogCode(err error) string {
+	code := DatabaseCode(err)
+	if i := strings.LastIndexByte(code, ' '); i >= 0 {
+		return code[i+1:]
+	}
+	return code
 }
