@@ -9,3 +9,9 @@ const (
 
 // WritePlanSettings are the settings every write transaction runs under.
 var WritePlanSettings = writePlanSettings
+
+// The statements that find live rows by ID.
+const (
+	LockLiveSQL = lockLiveSQL
+	EndSQL      = endSQL
+)

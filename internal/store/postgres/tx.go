@@ -386,30 +386,21 @@ func (t *txn) SetTenantQueues(pool dockettype.Pool, rows []engine.TenantQueue) e
 	return nil
 }
 
+// lockLiveSQL locks the live rows among $1 in ID order.
+const lockLiveSQL = "SELECT 1 FROM task_queue WHERE id = ANY($1) ORDER BY id FOR UPDATE"
+
 // LockLive locks the live rows among ids in ID order.
 func (t *txn) LockLive(ids []string) error {
 	if len(ids) < 2 {
 		return nil // one row needs no order: the change itself locks it
 	}
-	t.later("SELECT 1 FROM task_queue WHERE id = ANY($1) ORDER BY id FOR UPDATE", ids)
+	t.later(lockLiveSQL, ids)
 	return nil
 }
 
-// End deletes the live rows that still match and writes their results, in
-// one statement.
-func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
-	n := len(rows)
-	var (
-		ids, froms, tos, codes, msgs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		epochs                       = make([]int64, n)
-		bumps, deadlineDue, leaseDue = make([]bool, n), make([]bool, n), make([]bool, n)
-		results                      = make([][]byte, n)
-	)
-	for i, r := range rows {
-		ids[i], froms[i], tos[i], codes[i], msgs[i] = r.TaskID, string(r.From), string(r.To), string(r.Code), r.Message
-		epochs[i], bumps[i], deadlineDue[i], leaseDue[i], results[i] = r.Epoch, r.BumpEpoch, r.DeadlineDue, r.LeaseDue, r.Result
-	}
-	res, err := t.query(`WITH u AS (
+// endSQL deletes the live rows that still match ($1 IDs with their epochs,
+// expected states and outcomes, $11 now) and writes their results.
+const endSQL = `WITH u AS (
 			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bool[], $6::text[], $7::text[],
 				$8::bytea[], $9::bool[], $10::bool[])
 				AS u (id, epoch, from_state, to_state, bump, code, message, result, deadline_due, lease_due)
@@ -427,7 +418,23 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 			SELECT id, tenant, to_state, attempt, epoch, started_at, $11, result, nullif(code, ''), nullif(message, '')
 			FROM gone
 		)
-		SELECT id, tenant, pool, state, epoch, ready FROM gone`,
+		SELECT id, tenant, pool, state, epoch, ready FROM gone`
+
+// End deletes the live rows that still match and writes their results, in
+// one statement.
+func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
+	n := len(rows)
+	var (
+		ids, froms, tos, codes, msgs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		epochs                       = make([]int64, n)
+		bumps, deadlineDue, leaseDue = make([]bool, n), make([]bool, n), make([]bool, n)
+		results                      = make([][]byte, n)
+	)
+	for i, r := range rows {
+		ids[i], froms[i], tos[i], codes[i], msgs[i] = r.TaskID, string(r.From), string(r.To), string(r.Code), r.Message
+		epochs[i], bumps[i], deadlineDue[i], leaseDue[i], results[i] = r.Epoch, r.BumpEpoch, r.DeadlineDue, r.LeaseDue, r.Result
+	}
+	res, err := t.query(endSQL,
 		ids, epochs, froms, tos, bumps, codes, msgs, results, deadlineDue, leaseDue, ts(now))
 	if err != nil {
 		return nil, err

@@ -39,6 +39,20 @@ func (su suite) testEvidence(t *testing.T) {
 		}
 	})
 
+	// A nil body is JSON null on every store, as a nil input is: the two
+	// backends once differed here (one stored "null", one bound NULL into
+	// a NOT NULL column).
+	su.run(t, "NilBodyIsNull", func(t *testing.T, s store.Store) {
+		c := admitClaimed(t, s, at(0), newItem(tenantA))
+		if err := appendEvidence(t, s, at(time.Second), c.Lease(), store.EvidenceItem{Kind: "note"}); err != nil {
+			t.Fatalf("AppendEvidence with a nil body: %v", err)
+		}
+		got := listEvidence(t, s, tenantA, c.Task.ID)
+		if len(got) != 1 || got[0].Kind != "note" || string(got[0].Body) != "null" {
+			t.Errorf("evidence = %+v, want one item of kind note with body null", got)
+		}
+	})
+
 	su.run(t, "SecondAttempt", func(t *testing.T, s store.Store) {
 		old := admitClaimed(t, s, at(0), newItem(tenantA))
 		finishOne(t, s, at(time.Second), retryAt(old.Lease(), at(time.Second)), true)
