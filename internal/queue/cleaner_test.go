@@ -21,6 +21,11 @@ func TestExecutionServiceRetention(t *testing.T) {
 		c.Retention = time.Hour
 		c.CleanerInterval = time.Minute
 		c.ScanBatch = 2 // five old tasks: three batches in one tick
+		// The clock jumps by an hour: leases that outlast it keep the
+		// running task's lease out of play, whichever of the heartbeat
+		// and recovery ticks the jump fires first.
+		c.LeaseTTL = 24 * time.Hour
+		c.HeartbeatInterval = 8 * time.Hour
 	})
 	hold := h.gate()
 	h.rt.register("test.hold", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
