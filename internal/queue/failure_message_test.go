@@ -27,6 +27,7 @@ func TestFailureMessageReachesTheTaskNotTheLog(t *testing.T) {
 	h.rt.register("test.oops", dockettype.PoolOnline, func(context.Context, *Invocation) (json.RawMessage, error) {
 		return nil, errors.New(logtest.Canary)
 	})
+	outcomes := h.watchOutcomes()
 	h.start()
 	tests := []struct {
 		workflow string
@@ -52,7 +53,10 @@ func TestFailureMessageReachesTheTaskNotTheLog(t *testing.T) {
 		if got.Error == nil || got.Error.Code != tc.code || got.Error.Message != tc.message {
 			t.Errorf("%s: error = %+v, want code %s and message %q", tc.workflow, got.Error, tc.code, tc.message)
 		}
-		// The failure is logged once, by code and IDs.
+		// The failure is logged once, by code and IDs. The long poll can
+		// see the committed state before the completer logs it: wait for
+		// the completer to be done with the outcome.
+		awaitOutcome(t, outcomes, res.Task.ID, outcomeApplied)
 		var found int
 		for _, line := range strings.Split(h.logs.String(), "\n") {
 			if !strings.Contains(line, `"msg":"task failed"`) || !strings.Contains(line, res.Task.ID) {
