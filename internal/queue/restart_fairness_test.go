@@ -109,10 +109,17 @@ func TestExecutionServiceFairTenantScheduling(t *testing.T) {
 	// Each start reports its tenant. With every worker busy, exactly one
 	// task starts per freed slot, so the order of these signals is the
 	// order of the claims.
-	started := make(chan string, 64)
+	// Room for every task's start: once the test has read its window and
+	// stops the service, the pool may still start the rest, and a start
+	// must never block a worker that shutdown is cancelling.
+	started := make(chan string, 128)
 	gate := h.gate()
 	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
-		started <- inv.Task.Tenant
+		select {
+		case started <- inv.Task.Tenant:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		select {
 		case <-gate.C:
 		case <-ctx.Done():
