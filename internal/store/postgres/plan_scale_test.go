@@ -173,18 +173,8 @@ func (n node) describe(sb *strings.Builder, depth int) {
 // table. Seen under continuous load: one such plan held every claim for
 // 5 s. The settings of the write transactions keep it on the index walk.
 func TestClaimPlanSurvivesDeadEntries(t *testing.T) {
-	url := pgtest.URL(t)
 	ctx := t.Context()
-	schema := pgtest.Schema(t, url)
-	pgtest.Open(t, url, schema).Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "SET search_path = "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := migratedConn(t)
 	// 200,000 tasks queued and 195,000 of them gone (claimed, finished),
 	// with no vacuum since: 5,000 live rows behind their dead entries.
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -216,20 +206,7 @@ func TestClaimPlanSurvivesDeadEntries(t *testing.T) {
 		}
 	}
 	now := base.Add(time.Hour)
-	var raw []byte
-	err = tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+postgres.TakeSQL, "online", "tenant-0", 2000, "node", now.Add(time.Minute), now).Scan(&raw)
-	if err != nil {
-		t.Fatalf("explain: %v", err)
-	}
-	var doc []struct {
-		Plan node `json:"Plan"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	var sb strings.Builder
-	doc[0].Plan.describe(&sb, 0)
-	shape := sb.String()
+	shape := planShape(t, tx, postgres.TakeSQL, "online", "tenant-0", 2000, "node", now.Add(time.Minute), now)
 	if !strings.Contains(shape, "Index Scan using task_queue_claim") || strings.Contains(shape, "Seq Scan") || strings.Contains(shape, "Sort") {
 		t.Errorf("claim of 2,000 behind 195,000 dead entries does not walk the claim index:\n%s", shape)
 	}
@@ -243,18 +220,8 @@ func TestClaimPlanSurvivesDeadEntries(t *testing.T) {
 // dropped (in a transaction rolled back), so the planner takes whatever
 // else can answer: the tenant index must not be among it.
 func TestIDLookupsCannotUseTheTenantIndex(t *testing.T) {
-	url := pgtest.URL(t)
 	ctx := t.Context()
-	schema := pgtest.Schema(t, url)
-	pgtest.Open(t, url, schema).Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "SET search_path = "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := migratedConn(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -276,20 +243,44 @@ func TestIDLookupsCannotUseTheTenantIndex(t *testing.T) {
 		"end":   {postgres.EndSQL, []any{ids, []int64{1, 1}, []string{"running", "running"}, []string{"succeeded", "succeeded"}, []bool{false, false}, []string{"", ""}, []string{"", ""}, [][]byte{nil, nil}, []bool{false, false}, []bool{false, false}, now}},
 		"claim": {postgres.TakeSQL, []any{"online", "tenant-0", 64, "node", now.Add(time.Minute), now}},
 	} {
-		var raw []byte
-		if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+q.sql, q.args...).Scan(&raw); err != nil {
-			t.Fatalf("explain %s: %v", name, err)
-		}
-		var doc []struct {
-			Plan node `json:"Plan"`
-		}
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			t.Fatal(err)
-		}
-		var sb strings.Builder
-		doc[0].Plan.describe(&sb, 0)
-		if strings.Contains(sb.String(), "task_queue_tenant") {
-			t.Errorf("%s finds rows by ID through the tenant index:\n%s", name, sb.String())
+		if shape := planShape(t, tx, q.sql, q.args...); strings.Contains(shape, "task_queue_tenant") {
+			t.Errorf("%s finds rows by ID through the tenant index:\n%s", name, shape)
 		}
 	}
+}
+
+// migratedConn is a connection to a fresh, migrated schema, closed when
+// the test ends.
+func migratedConn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	pgtest.Open(t, url, schema).Close()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(t.Context(), "SET search_path = "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// planShape is the shape (node types and indexes) of q's plan in tx.
+func planShape(t *testing.T, tx pgx.Tx, q string, args ...any) string {
+	t.Helper()
+	var raw []byte
+	if err := tx.QueryRow(t.Context(), "EXPLAIN (FORMAT JSON) "+q, args...).Scan(&raw); err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	var doc []struct {
+		Plan node `json:"Plan"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	doc[0].Plan.describe(&sb, 0)
+	return sb.String()
 }
