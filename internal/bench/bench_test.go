@@ -34,7 +34,10 @@ func TestRunOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Tasks <= 0 || res.Tasks > res.Admitted || res.Terminal != res.Admitted || res.States[dockettype.StateSucceeded] != res.Admitted {
+	// The half-second window's count depends on the machine's load (none
+	// finished in it once, beside a CPU hog); what the run admitted must
+	// all end succeeded.
+	if res.Admitted < 100 || res.Tasks > res.Admitted || res.Terminal != res.Admitted || res.States[dockettype.StateSucceeded] != res.Admitted {
 		t.Fatalf("continuous = %+v", res)
 	}
 	counts, err := storetest.CountByState(ctx, st)

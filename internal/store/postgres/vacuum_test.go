@@ -1,0 +1,72 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/docket-dev/docket/internal/store/postgres"
+	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
+)
+
+// The store vacuums the live table itself once enough of it is dead,
+// without waiting for autovacuum's naptime: under load that is what keeps
+// task_queue a few hundred pages instead of tens of thousands.
+func TestStoreVacuumsTheLiveTable(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	vacuumed := make(chan struct{}, 1)
+	opts := postgres.NotifyVacuums(postgres.Options{Schema: schema, VacuumEvery: 10 * time.Millisecond}, func() {
+		select {
+		case vacuumed <- struct{}{}:
+		default:
+		}
+	})
+	s, err := postgres.Open(t.Context(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	// 6,000 rows queued and deleted, as 6,000 finished tasks leave them.
+	// The connection closes at once, so its statistics reach the server.
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"SET search_path = " + pgx.Identifier{schema}.Sanitize(),
+		`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, deadline_at, created_at)
+		 SELECT 't-' || i, 'tenant', 'online', 0, 'queued', 1, now() + interval '1 hour', now()
+		 FROM generate_series(1, 6000) i`,
+		`DELETE FROM task_queue`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close(ctx)
+	conn, err = pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+
+	select {
+	case <-vacuumed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the store did not vacuum task_queue after 6,000 rows died")
+	}
+	var vacuums, dead int64
+	err = conn.QueryRow(ctx, `SELECT vacuum_count, n_dead_tup FROM pg_stat_user_tables WHERE relid = $1::regclass`,
+		pgx.Identifier{schema, "task_queue"}.Sanitize()).Scan(&vacuums, &dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vacuums < 1 || dead >= 5000 {
+		t.Errorf("after the store's vacuum: %d vacuums, %d dead rows; want at least 1 and under 5,000", vacuums, dead)
+	}
+}
