@@ -20,16 +20,21 @@ import (
 
 const (
 	// vacuumEvery is how often the dead-row count is looked at.
-	vacuumEvery = time.Second
+	vacuumEvery = 5 * time.Second
 	// vacuumAfterDead is the dead-row count that starts a vacuum: a few
 	// hundred pages' worth, so that a vacuum stays short and an idle
 	// installation never runs one.
 	vacuumAfterDead = 5000
 )
 
-// deadRowsSQL reads the statistics' count of dead rows in task_queue
-// (every backend's changes, reported within a second of their commit).
-const deadRowsSQL = `SELECT coalesce(n_dead_tup, 0) FROM pg_stat_user_tables WHERE relid = 'task_queue'::regclass`
+// needsVacuumSQL says whether task_queue needs a vacuum: enough dead rows
+// in the statistics (every backend's changes, reported within a second of
+// their commit), and no vacuum, by any node, within the last $1 seconds
+// (half the loop's period), so that several nodes together vacuum about as
+// often as one.
+const needsVacuumSQL = `SELECT coalesce(n_dead_tup, 0) >= $2
+	AND coalesce(greatest(last_vacuum, last_autovacuum), '-infinity') < now() - make_interval(secs => $1)
+	FROM pg_stat_user_tables WHERE relid = 'task_queue'::regclass`
 
 // vacuumSQL vacuums the live table. SKIP_LOCKED: when another node or
 // autovacuum is already at it, there is nothing to add. TRUNCATE false: the
@@ -57,7 +62,7 @@ func (b *Backend) startVacuum(every time.Duration, vacuumed func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				b.vacuumIfDead(ctx)
+				b.vacuumIfDead(ctx, every)
 			}
 		}
 	})
@@ -73,11 +78,13 @@ func (b *Backend) stopVacuum() {
 	b.vacuum.wg.Wait()
 }
 
-// vacuumIfDead vacuums task_queue when enough of it is dead. Errors are
-// dropped: the next tick tries again, and autovacuum remains behind it.
-func (b *Backend) vacuumIfDead(ctx context.Context) {
-	var dead int64
-	if err := b.pool.QueryRow(ctx, deadRowsSQL).Scan(&dead); err != nil || dead < vacuumAfterDead {
+// vacuumIfDead vacuums task_queue when enough of it is dead and no node
+// has vacuumed it for a period. Errors are dropped: the next tick tries
+// again, and autovacuum remains behind it.
+func (b *Backend) vacuumIfDead(ctx context.Context, period time.Duration) {
+	var due bool
+	err := b.pool.QueryRow(ctx, needsVacuumSQL, period.Seconds()/2, vacuumAfterDead).Scan(&due)
+	if err != nil || !due {
 		return
 	}
 	if _, err := b.pool.Exec(ctx, vacuumSQL); err != nil {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,5 +69,15 @@ func TestStoreVacuumsTheLiveTable(t *testing.T) {
 	}
 	if vacuums < 1 || dead >= 5000 {
 		t.Errorf("after the store's vacuum: %d vacuums, %d dead rows; want at least 1 and under 5,000", vacuums, dead)
+	}
+	// Autovacuum keeps the pages too (a truncation would lock out claims).
+	var options []string
+	err = conn.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`,
+		pgx.Identifier{schema, "task_queue"}.Sanitize()).Scan(&options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(options, "vacuum_truncate=false") {
+		t.Errorf("task_queue options %v, want vacuum_truncate=false", options)
 	}
 }
