@@ -216,10 +216,22 @@ func (s *Backend) write(ctx context.Context, op string, fn func(tx *wtx) error) 
 	tx := &wtx{Tx: sqlTx, cache: s.stmts}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return interpretError(op, err)
+		return interpretError(op, cutShort(ctx, err))
 	}
 	if err := tx.Commit(); err != nil {
-		return interpretError(op, err)
+		return interpretError(op, cutShort(ctx, err))
 	}
 	return nil
+}
+
+// cutShort blames a failed transaction on its context when the context has
+// ended: database/sql rolls the transaction back as soon as the context
+// ends, and the statements after that fail with sql.ErrTxDone or an
+// interruption rather than the context's error. A caller that stopped
+// (a pool's claim at shutdown) must not see that as a database error.
+func cutShort(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return err
 }
