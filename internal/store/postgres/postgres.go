@@ -24,8 +24,8 @@ type Options struct {
 	// test runs) can share one database.
 	Schema string
 	// VacuumEvery is how often the store looks whether the live table
-	// needs a vacuum (see vacuum.go): 0 means every second, a negative
-	// value never (autovacuum alone).
+	// needs a vacuum (see vacuum.go): 0 means every 5 s, a negative value
+	// never (autovacuum alone).
 	VacuumEvery time.Duration
 
 	vacuumed func() // test hook: called after each vacuum of the live table

@@ -16,7 +16,8 @@ import (
 // so every claim and finish read and evicted pages and the throughput
 // fell minute by minute. Each Docket process therefore vacuums the live
 // table itself once enough of it has died, as an autovacuum with a short
-// naptime would, and the table stays a few hundred pages.
+// naptime would, and the table with its indexes stays inside the cache
+// (BENCHMARKS.md, continuous runs E and F).
 
 const (
 	// vacuumEvery is how often the dead-row count is looked at.
