@@ -8,10 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -572,4 +577,91 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	b.screenshot("member")
 	a.call(http.MethodPost, "/v1/tasks/"+g.ID+"/cancel", globex.Key, "", nil, nil)
+}
+
+// The task list refreshes itself every few seconds. An auto-refresh of page
+// 1 answered after the operator moved to page 2 must not replace page 2's
+// rows: the page stays what its label says. A proxy in front of the server
+// holds that refresh's answer until the browser shows page 2.
+func TestDashboardTaskPagesIgnoreStaleAnswers(t *testing.T) {
+	b := newBrowser(t)
+	url, adminKey := startServer(t)
+	transport := &http.Transport{}
+	t.Cleanup(transport.CloseIdleConnections)
+	a := &api{t: t, url: url, client: &http.Client{Transport: transport, Timeout: time.Minute}}
+	for i := range 30 { // two pages of 25
+		a.submit(adminKey, fmt.Sprintf("page-%d", i), map[string]any{"workflow": "demo.echo"})
+	}
+
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := httputil.NewSingleHostReverseProxy(target)
+	var hold atomic.Bool        // hold the next list request without a cursor
+	held := make(chan struct{}) // closed when that request arrived
+	release := make(chan struct{})
+	answered := make(chan struct{}) // closed when it was answered
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/tasks" && r.URL.Query().Get("after") == "" && hold.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+			forward.ServeHTTP(w, r)
+			close(answered)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	var releaseOnce sync.Once
+	open := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(open) // runs before proxy.Close, which waits for held requests
+	waitFor := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s in 30 s", what)
+		}
+	}
+
+	b.do("sign in",
+		chromedp.Navigate(proxy.URL+"/ui"),
+		chromedp.WaitVisible(chromedp.ID("signin-key")),
+		chromedp.SendKeys(chromedp.ID("signin-key"), adminKey),
+		submitForm("signin-form"),
+		chromedp.WaitVisible(chromedp.ID("view-overview")))
+	b.set("filter-limit", "25")
+	b.do("open the task list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
+	b.until("see page 1", `document.querySelectorAll("#tasks-table tbody tr").length === 25 && !document.querySelector("#page-next").disabled`)
+	pageOne := eval[string](b, `document.querySelector("#tasks-table tbody tr").dataset.id`)
+
+	hold.Store(true)
+	waitFor("auto-refresh of page 1", held)
+	b.do("page to older tasks", chromedp.Click(chromedp.ID("page-next")))
+	b.until("see page 2", `document.querySelector("#page-label").textContent === "page 2"`)
+	pageTwo := eval[string](b, `document.querySelector("#tasks-table tbody tr").dataset.id`)
+	if pageTwo == pageOne {
+		t.Fatalf("page 2 starts with page 1's task %s", pageOne)
+	}
+	// From here on, record the first row of every render of the table.
+	eval[chromedp.Void](b, `window.renders = [];
+		new MutationObserver(() => {
+			const tr = document.querySelector("#tasks-table tbody tr");
+			window.renders.push(tr ? tr.dataset.id : "");
+		}).observe(document.querySelector("#tasks-table tbody"), { childList: true })`)
+
+	// Let page 1's refresh answer, then wait for two refreshes of page 2
+	// (every 3 s) to render after it.
+	open()
+	waitFor("answer to page 1's refresh", answered)
+	b.until("see page 2 rendered again", `window.renders.length >= 2`)
+	renders := eval[[]string](b, `window.renders`)
+	for _, id := range renders {
+		if id != pageTwo {
+			t.Errorf("the table showed a page starting at %s under the label %q; want page 2 (starting at %s) only; page 1 starts at %s",
+				id, b.text("#page-label"), pageTwo, pageOne)
+			break
+		}
+	}
 }

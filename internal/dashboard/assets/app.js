@@ -30,7 +30,7 @@
     timer: null, // the current view's refresh timer
     view: null,
     samples: [], // overview chart: {t, ok, bad}
-    tasks: { after: "", stack: [], next: "" },
+    tasks: { after: "", stack: [], next: "", loads: 0 },
     taskId: null,
     inputEdited: false,
   };
@@ -477,8 +477,11 @@
 
   // loadTasks reads the current page. The API filters by state and pool;
   // a workflow filter is applied here, over at most WORKFLOW_SCAN_PAGES
-  // pages of 100.
+  // pages of 100. Only the latest call renders: an auto-refresh of page 1
+  // answered after a click to page 2 would otherwise put page 1's rows
+  // under the label "page 2".
   async function loadTasks() {
+    const load = ++app.tasks.loads;
     const limit = Number($("filter-limit").value) || 50;
     const workflow = $("filter-workflow").value.trim();
     let tasks = [];
@@ -502,10 +505,10 @@
         }
       }
     } catch (e) {
-      if (e instanceof APIError) flash("Tasks: " + e.describe());
+      if (e instanceof APIError && load === app.tasks.loads) flash("Tasks: " + e.describe());
       return;
     }
-    if (app.view !== "tasks") return;
+    if (app.view !== "tasks" || load !== app.tasks.loads) return;
     flash("");
     app.tasks.next = next;
     renderTasks(tasks);
