@@ -114,3 +114,34 @@ func TestRunSeveralNodes(t *testing.T) {
 		t.Fatal("http mode accepted two nodes")
 	}
 }
+
+// A continuous run reports the rate of every window it covered, the last
+// one included, and leaves out a last window too short to compare.
+func TestWindowsCoverTheRun(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+	w := newWindows(10*time.Minute, t0, 100)
+	for m := 1; m < 10; m++ {
+		w.observe(at(float64(60*m)-0.5), 100+m*60_000) // not yet a minute: still open
+		w.observe(at(float64(60*m)), 100+m*60_000)
+	}
+	rates := w.finish(at(600.2), 100+600_000+200)
+	if len(rates) != 10 {
+		t.Fatalf("a 10-minute run has %d windows, want 10: %v", len(rates), rates)
+	}
+	for i, r := range rates[:9] {
+		if r != 1000 {
+			t.Errorf("minute %d: %.1f tasks/s, want 1000", i+1, r)
+		}
+	}
+	if rates[9] != 1000 {
+		t.Errorf("last minute: %.1f tasks/s, want 1000 (60,200 tasks in 60.2 s)", rates[9])
+	}
+
+	w = newWindows(2*time.Second, t0, 0) // one-second windows
+	w.observe(at(1), 10)
+	if rates := w.finish(at(1.4), 14); len(rates) != 1 || rates[0] != 10 {
+		t.Errorf("a last window of 0.4 s: rates %v, want only the first, 10/s", rates)
+	}
+}

@@ -42,21 +42,9 @@ func (h *harness) continuous(ctx context.Context) (*Result, error) {
 	base := h.terminal()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
-	// The rate in each window shows whether throughput holds as the
-	// tables grow: one-minute windows for runs of five minutes or more.
-	window := h.opts.Duration / 10
-	if h.opts.Duration >= 5*time.Minute {
-		window = time.Minute
-	}
-	window = max(window, time.Second)
-	var windows []float64
-	windowStart, windowBase := start, base
+	windows := newWindows(h.opts.Duration, start, base)
 	for time.Since(start) < h.opts.Duration {
-		if now := time.Now(); now.Sub(windowStart) >= window {
-			done := h.terminal()
-			windows = append(windows, float64(done-windowBase)/now.Sub(windowStart).Seconds())
-			windowStart, windowBase = now, done
-		}
+		windows.observe(time.Now(), h.terminal())
 		if deficit := backlog - (admitted - h.terminal()); deficit >= threshold {
 			if err := admit(deficit); err != nil {
 				return nil, err
@@ -73,7 +61,8 @@ func (h *harness) continuous(ctx context.Context) (*Result, error) {
 		}
 	}
 	end := time.Now()
-	res := &Result{Tasks: h.terminal() - base, Seconds: end.Sub(start).Seconds(), PeakRSSBytes: peakRSS(), Windows: windows}
+	done := h.terminal()
+	res := &Result{Tasks: done - base, Seconds: end.Sub(start).Seconds(), PeakRSSBytes: peakRSS(), Windows: windows.finish(end, done)}
 
 	p.reset("drain", 0)
 	if _, err := h.waitTerminal(ctx, admitted, p, func() string {
@@ -86,4 +75,40 @@ func (h *harness) continuous(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// windows measures the rate in consecutive windows of a run, to show
+// whether throughput holds as the tables grow: one-minute windows for runs
+// of five minutes or more, else a tenth of the run (at least a second).
+type windows struct {
+	length time.Duration
+	start  time.Time // of the open window
+	base   int       // tasks finished when it opened
+	rates  []float64
+}
+
+func newWindows(run time.Duration, start time.Time, finished int) *windows {
+	length := run / 10
+	if run >= 5*time.Minute {
+		length = time.Minute
+	}
+	return &windows{length: max(length, time.Second), start: start, base: finished}
+}
+
+// observe closes the open window once it has lasted its length.
+func (w *windows) observe(now time.Time, finished int) {
+	if d := now.Sub(w.start); d >= w.length {
+		w.rates = append(w.rates, float64(finished-w.base)/d.Seconds())
+		w.start, w.base = now, finished
+	}
+}
+
+// finish closes the last window when it covers at least half a length (the
+// run's loop ends before it would close it: a 10-minute run has 10 minutes)
+// and returns the rates.
+func (w *windows) finish(end time.Time, finished int) []float64 {
+	if d := end.Sub(w.start); d >= w.length/2 {
+		w.rates = append(w.rates, float64(finished-w.base)/d.Seconds())
+	}
+	return w.rates
 }
