@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/httpapi"
@@ -31,7 +32,15 @@ type fuzzServer struct {
 
 // fuzzQueue keeps every task queued, with no capacity bound: a fuzz run
 // admits many tasks and no worker changes what the oracles expect.
-var fuzzQueue = queue.Config{Online: queue.PoolConfig{Workers: -1, Capacity: -1}, Offline: queue.PoolConfig{Workers: -1, Capacity: -1}}
+//
+// Its store calls may take a minute, not the default 10 s: a batch of
+// MaxBatchItems took longer than 10 s once under -race beside another test
+// run and was answered 503 store_unavailable, which is the documented
+// answer to a slow store, not what these tests are about.
+var fuzzQueue = queue.Config{
+	Online: queue.PoolConfig{Workers: -1, Capacity: -1}, Offline: queue.PoolConfig{Workers: -1, Capacity: -1},
+	QueryTimeout: time.Minute,
+}
 
 // newStackServer starts a real stack (SQLite, queue, keys) for f.
 func newStackServer(f *testing.F, opts httpapitest.Options) (*fuzzServer, *httpapitest.Stack) {

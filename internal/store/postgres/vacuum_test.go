@@ -61,14 +61,18 @@ func TestStoreVacuumsTheLiveTable(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the store did not vacuum task_queue after 6,000 rows died")
 	}
-	var vacuums, dead int64
-	err = conn.QueryRow(ctx, `SELECT vacuum_count, n_dead_tup FROM pg_stat_user_tables WHERE relid = $1::regclass`,
-		pgx.Identifier{schema, "task_queue"}.Sanitize()).Scan(&vacuums, &dead)
+	// A VACUUM statement ran (autovacuum counts apart, in
+	// autovacuum_count). How many dead rows it could remove is not the
+	// store's to decide: an open transaction anywhere in the database (the
+	// other packages' tests share it) keeps them, as it would autovacuum's.
+	var vacuums int64
+	err = conn.QueryRow(ctx, `SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = $1::regclass`,
+		pgx.Identifier{schema, "task_queue"}.Sanitize()).Scan(&vacuums)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vacuums < 1 || dead >= 5000 {
-		t.Errorf("after the store's vacuum: %d vacuums, %d dead rows; want at least 1 and under 5,000", vacuums, dead)
+	if vacuums < 1 {
+		t.Errorf("after the store's vacuum signal: vacuum_count %d, want at least 1", vacuums)
 	}
 	// Autovacuum keeps the pages too (a truncation would lock out claims).
 	var options []string
