@@ -194,6 +194,14 @@ type api struct {
 	client *http.Client
 }
 
+// newAPI is a client of the server at url; its connections close with the
+// test.
+func newAPI(t *testing.T, url string) *api {
+	transport := &http.Transport{}
+	t.Cleanup(transport.CloseIdleConnections)
+	return &api{t: t, url: url, client: &http.Client{Transport: transport, Timeout: time.Minute}}
+}
+
 func (a *api) call(method, path, key, idem string, body any, out any) int {
 	a.t.Helper()
 	var rd io.Reader
@@ -288,9 +296,7 @@ func startServer(t *testing.T) (string, string) {
 func TestDashboardInBrowser(t *testing.T) {
 	b := newBrowser(t)
 	url, adminKey := startServer(t)
-	transport := &http.Transport{}
-	t.Cleanup(transport.CloseIdleConnections)
-	a := &api{t: t, url: url, client: &http.Client{Transport: transport, Timeout: time.Minute}}
+	a := newAPI(t, url)
 
 	// A member key of another tenant, made through the admin API.
 	var globex struct{ ID, Key string }
@@ -586,9 +592,7 @@ func TestDashboardInBrowser(t *testing.T) {
 func TestDashboardTaskPagesIgnoreStaleAnswers(t *testing.T) {
 	b := newBrowser(t)
 	url, adminKey := startServer(t)
-	transport := &http.Transport{}
-	t.Cleanup(transport.CloseIdleConnections)
-	a := &api{t: t, url: url, client: &http.Client{Transport: transport, Timeout: time.Minute}}
+	a := newAPI(t, url)
 	for i := range 30 { // two pages of 25
 		a.submit(adminKey, fmt.Sprintf("page-%d", i), map[string]any{"workflow": "demo.echo"})
 	}
