@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -585,6 +584,85 @@ func TestDashboardInBrowser(t *testing.T) {
 	a.call(http.MethodPost, "/v1/tasks/"+g.ID+"/cancel", globex.Key, "", nil, nil)
 }
 
+// gate is a proxy in front of the server that can hold one request until
+// the test lets it go: the way to answer the browser late, on cue.
+type gate struct {
+	t       *testing.T
+	URL     string
+	mu      sync.Mutex
+	pending *hold // the armed hold, nil when none
+}
+
+// hold is one armed request: arrived is closed when the request reached
+// the proxy, answered when the server's answer went back to the browser.
+type hold struct {
+	match    func(*http.Request) bool
+	arrived  chan struct{}
+	release  chan struct{}
+	answered chan struct{}
+	once     sync.Once
+}
+
+// open lets the held request through (at once, if it has not arrived yet).
+func (h *hold) open() { h.once.Do(func() { close(h.release) }) }
+
+func newGate(t *testing.T, url string) *gate {
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := httputil.NewSingleHostReverseProxy(target)
+	g := &gate{t: t}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		h := g.pending
+		if h != nil && h.match(r) {
+			g.pending = nil
+		} else {
+			h = nil
+		}
+		g.mu.Unlock()
+		if h == nil {
+			forward.ServeHTTP(w, r)
+			return
+		}
+		close(h.arrived)
+		<-h.release
+		forward.ServeHTTP(w, r)
+		close(h.answered)
+	}))
+	t.Cleanup(proxy.Close)
+	g.URL = proxy.URL
+	return g
+}
+
+// arm holds the next request that match accepts. Its release is
+// registered for cleanup before the test can fail on it: it runs before
+// the proxy's Close, which waits for held requests.
+func (g *gate) arm(match func(*http.Request) bool) *hold {
+	h := &hold{match: match, arrived: make(chan struct{}), release: make(chan struct{}), answered: make(chan struct{})}
+	g.t.Cleanup(h.open)
+	g.mu.Lock()
+	g.pending = h
+	g.mu.Unlock()
+	return h
+}
+
+// waitFor waits for ch to close; 30 s only turns a hang into a failure.
+func waitFor(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no %s in 30 s", what)
+	}
+}
+
+// firstListPage matches the browser's read of the task list's first page.
+func firstListPage(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Path == "/v1/tasks" && r.URL.Query().Get("after") == ""
+}
+
 // The task list refreshes itself every few seconds. An auto-refresh of page
 // 1 answered after the operator moved to page 2 must not replace page 2's
 // rows: the page stays what its label says. A proxy in front of the server
@@ -596,38 +674,7 @@ func TestDashboardTaskPagesIgnoreStaleAnswers(t *testing.T) {
 	for i := range 30 { // two pages of 25
 		a.submit(adminKey, fmt.Sprintf("page-%d", i), map[string]any{"workflow": "demo.echo"})
 	}
-
-	target, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	forward := httputil.NewSingleHostReverseProxy(target)
-	var hold atomic.Bool        // hold the next list request without a cursor
-	held := make(chan struct{}) // closed when that request arrived
-	release := make(chan struct{})
-	answered := make(chan struct{}) // closed when it was answered
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == "/v1/tasks" && r.URL.Query().Get("after") == "" && hold.CompareAndSwap(true, false) {
-			close(held)
-			<-release
-			forward.ServeHTTP(w, r)
-			close(answered)
-			return
-		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
-	var releaseOnce sync.Once
-	open := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(open) // runs before proxy.Close, which waits for held requests
-	waitFor := func(what string, ch <-chan struct{}) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no %s in 30 s", what)
-		}
-	}
+	proxy := newGate(t, url)
 
 	b.do("sign in",
 		chromedp.Navigate(proxy.URL+"/ui"),
@@ -640,8 +687,8 @@ func TestDashboardTaskPagesIgnoreStaleAnswers(t *testing.T) {
 	b.until("see page 1", `document.querySelectorAll("#tasks-table tbody tr").length === 25 && !document.querySelector("#page-next").disabled`)
 	pageOne := eval[string](b, `document.querySelector("#tasks-table tbody tr").dataset.id`)
 
-	hold.Store(true)
-	waitFor("auto-refresh of page 1", held)
+	refresh := proxy.arm(firstListPage)
+	waitFor(t, "auto-refresh of page 1", refresh.arrived)
 	b.do("page to older tasks", chromedp.Click(chromedp.ID("page-next")))
 	b.until("see page 2", `document.querySelector("#page-label").textContent === "page 2"`)
 	pageTwo := eval[string](b, `document.querySelector("#tasks-table tbody tr").dataset.id`)
@@ -657,8 +704,8 @@ func TestDashboardTaskPagesIgnoreStaleAnswers(t *testing.T) {
 
 	// Let page 1's refresh answer, then wait for two refreshes of page 2
 	// (every 3 s) to render after it.
-	open()
-	waitFor("answer to page 1's refresh", answered)
+	refresh.open()
+	waitFor(t, "answer to page 1's refresh", refresh.answered)
 	b.until("see page 2 rendered again", `window.renders.length >= 2`)
 	renders := eval[[]string](b, `window.renders`)
 	for _, id := range renders {
@@ -667,5 +714,39 @@ func TestDashboardTaskPagesIgnoreStaleAnswers(t *testing.T) {
 				id, b.text("#page-label"), pageTwo, pageOne)
 			break
 		}
+	}
+}
+
+// Each view refreshes itself on a timer set once its first load answers.
+// An overview whose first load answered after the operator had already
+// opened the task list must not take the timer over: the list on screen
+// keeps refreshing. A proxy holds the overview's first read until the list
+// is on screen.
+func TestDashboardLateViewKeepsCurrentRefresh(t *testing.T) {
+	b := newBrowser(t)
+	url, adminKey := startServer(t)
+	a := newAPI(t, url)
+	a.submit(adminKey, "late-view", map[string]any{"workflow": "demo.echo"})
+	proxy := newGate(t, url)
+
+	overview := proxy.arm(func(r *http.Request) bool { return r.URL.Path == "/metrics" })
+	b.do("sign in",
+		chromedp.Navigate(proxy.URL+"/ui"),
+		chromedp.WaitVisible(chromedp.ID("signin-key")),
+		chromedp.SendKeys(chromedp.ID("signin-key"), adminKey),
+		submitForm("signin-form"),
+		chromedp.WaitVisible(chromedp.ID("view-overview")))
+	waitFor(t, "first read of the overview", overview.arrived)
+	b.do("open the task list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
+	b.until("see the task", `document.querySelectorAll("#tasks-table tbody tr").length === 1`)
+
+	overview.open()
+	waitFor(t, "answer to the overview's first read", overview.answered)
+	// The list refreshes every 3 s; let the next refresh through at once.
+	refresh := proxy.arm(firstListPage)
+	refresh.open()
+	waitFor(t, "auto-refresh of the task list after the overview answered", refresh.answered)
+	if !b.visible("#view-tasks") {
+		t.Error("the task list is no longer on screen")
 	}
 }

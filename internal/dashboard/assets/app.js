@@ -28,6 +28,7 @@
   const app = {
     role: null, // "admin" or "member" once signed in
     timer: null, // the current view's refresh timer
+    nav: 0, // counts navigations: a view's timer belongs to the navigation that opened it
     view: null,
     samples: [], // overview chart: {t, ok, bad}
     tasks: { after: "", stack: [], next: "", loads: 0 },
@@ -256,7 +257,7 @@
   function signOut(message) {
     sessionStorage.removeItem(KEY_STORAGE);
     app.role = null;
-    stopTimer();
+    navigated();
     show($("nav"), false);
     show($("who"), false);
     for (const a of document.querySelectorAll(".admin-only")) show(a, false);
@@ -271,7 +272,19 @@
     app.timer = null;
   }
 
-  function every(ms, fn) {
+  // navigated ends the current view's refresh: a new view (or sign-out)
+  // takes over.
+  function navigated() {
+    app.nav++;
+    stopTimer();
+  }
+
+  // every installs the refresh timer of the view that navigation nav
+  // opened, unless the user has moved on since: a view whose first load
+  // answered after a click elsewhere must not replace the timer of the
+  // view on screen (which would then never refresh again).
+  function every(nav, ms, fn) {
+    if (nav !== app.nav) return;
     stopTimer();
     app.timer = setInterval(() => {
       if (!document.hidden) fn();
@@ -287,7 +300,7 @@
   }
 
   function route() {
-    stopTimer();
+    navigated();
     if (!app.role) {
       showView("signin");
       return;
@@ -313,9 +326,10 @@
   // ---- overview ----------------------------------------------------------
 
   async function openOverview() {
+    const nav = app.nav;
     showView("overview");
     await refreshOverview();
-    every(OVERVIEW_EVERY_MS, refreshOverview);
+    every(nav, OVERVIEW_EVERY_MS, refreshOverview);
   }
 
   async function refreshOverview() {
@@ -457,9 +471,10 @@
   // ---- tasks -------------------------------------------------------------
 
   async function openTasks() {
+    const nav = app.nav;
     showView("tasks");
     await loadTasks();
-    every(TASKS_EVERY_MS, () => {
+    every(nav, TASKS_EVERY_MS, () => {
       if ($("auto-refresh").checked) loadTasks();
     });
   }
@@ -596,6 +611,7 @@
   // ---- one task ----------------------------------------------------------
 
   async function openTask(id) {
+    const nav = app.nav;
     showView("task");
     if (app.taskId !== id) {
       app.taskId = id;
@@ -608,8 +624,8 @@
     }
     const terminal = await loadTask(id);
     if (!terminal) {
-      every(TASK_EVERY_MS, async () => {
-        if (await loadTask(id)) stopTimer();
+      every(nav, TASK_EVERY_MS, async () => {
+        if ((await loadTask(id)) && nav === app.nav) stopTimer();
       });
     }
   }
@@ -734,9 +750,10 @@
   // ---- admin -------------------------------------------------------------
 
   async function openAdmin() {
+    const nav = app.nav;
     showView("admin");
     await refreshAdmin();
-    every(ADMIN_EVERY_MS, refreshSchedulers);
+    every(nav, ADMIN_EVERY_MS, refreshSchedulers);
   }
 
   async function refreshAdmin() {
