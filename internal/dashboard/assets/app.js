@@ -31,7 +31,7 @@
     nav: 0, // counts navigations: a view's timer belongs to the navigation that opened it
     view: null,
     samples: [], // overview chart: {t, ok, bad}
-    tasks: { after: "", stack: [], next: "", loads: 0 },
+    tasks: { after: "", stack: [], next: "" },
     taskId: null,
     inputEdited: false,
   };
@@ -267,6 +267,19 @@
 
   // ---- views and routing -------------------------------------------------
 
+  // calls numbers the calls of one loader. Loads overlap (a timer, a click,
+  // a form's reload), and an older answer that arrives last would replace
+  // the newer one on screen: a call renders (or flashes its error) only
+  // while it is the latest.
+  function calls() {
+    let n = 0;
+    return () => {
+      const mine = ++n;
+      return () => mine === n;
+    };
+  }
+  const loads = { tasks: calls(), tenants: calls(), keys: calls(), schedulers: calls(), rules: calls() };
+
   function stopTimer() {
     if (app.timer) clearInterval(app.timer);
     app.timer = null;
@@ -496,7 +509,7 @@
   // answered after a click to page 2 would otherwise put page 1's rows
   // under the label "page 2".
   async function loadTasks() {
-    const load = ++app.tasks.loads;
+    const latest = loads.tasks();
     const limit = Number($("filter-limit").value) || 50;
     const workflow = $("filter-workflow").value.trim();
     let tasks = [];
@@ -520,10 +533,10 @@
         }
       }
     } catch (e) {
-      if (e instanceof APIError && load === app.tasks.loads) flash("Tasks: " + e.describe());
+      if (e instanceof APIError && latest()) flash("Tasks: " + e.describe());
       return;
     }
-    if (app.view !== "tasks" || load !== app.tasks.loads) return;
+    if (app.view !== "tasks" || !latest()) return;
     flash("");
     app.tasks.next = next;
     renderTasks(tasks);
@@ -761,13 +774,15 @@
   }
 
   async function loadTenants() {
+    const latest = loads.tenants();
     let tenants;
     try {
       tenants = (await api("GET", "/v1/admin/tenants")).data.tenants;
     } catch (e) {
-      if (e instanceof APIError) flash("Tenants: " + e.describe());
+      if (e instanceof APIError && latest()) flash("Tenants: " + e.describe());
       return;
     }
+    if (!latest()) return;
     $("admin-tenants").tBodies[0].replaceChildren(...tenants.map(tenantRow));
   }
 
@@ -815,14 +830,16 @@
   }
 
   async function loadKeys() {
+    const latest = loads.keys();
     const tenant = $("keys-tenant").value.trim();
     let keys;
     try {
       keys = (await api("GET", "/v1/admin/keys" + (tenant ? "?tenant=" + encodeURIComponent(tenant) : ""))).data.keys;
     } catch (e) {
-      if (e instanceof APIError) flash("Keys: " + e.describe());
+      if (e instanceof APIError && latest()) flash("Keys: " + e.describe());
       return;
     }
+    if (!latest()) return;
     $("admin-keys").tBodies[0].replaceChildren(...keys.map(keyRow));
   }
 
@@ -885,14 +902,15 @@
   }
 
   async function refreshSchedulers() {
+    const latest = loads.schedulers();
     let stats;
     try {
       stats = (await api("GET", "/v1/admin/stats")).data;
     } catch (e) {
-      if (e instanceof APIError) flash("Schedulers: " + e.describe());
+      if (e instanceof APIError && latest()) flash("Schedulers: " + e.describe());
       return;
     }
-    if (app.view !== "admin") return;
+    if (app.view !== "admin" || !latest()) return;
     $("admin-schedulers").tBodies[0].replaceChildren(...stats.schedulers.map((s) => {
       const lagMs = s.last_success_at ? Date.now() - new Date(s.last_success_at).getTime() : null;
       return el("tr", { data: { scheduler: s.name } },
@@ -905,13 +923,15 @@
   }
 
   async function loadRules() {
+    const latest = loads.rules();
     let sets;
     try {
       sets = (await api("GET", "/v1/admin/rules")).data.rule_sets;
     } catch (e) {
-      if (e instanceof APIError) flash("Rules: " + e.describe());
+      if (e instanceof APIError && latest()) flash("Rules: " + e.describe());
       return;
     }
+    if (!latest()) return;
     $("admin-rules").tBodies[0].replaceChildren(...sets.slice().reverse().map((r) => el("tr", {},
       el("td", { text: r.version }), el("td", { text: fmtTime(r.published_at) }), el("td", { class: "mono small", text: r.hash }))));
     show($("admin-rules"), sets.length > 0);
