@@ -52,11 +52,14 @@ func (l *limitListener) acquire() bool {
 	}
 }
 
+// release counts the connection closed before it gives its slot back, so
+// that the gauge never reads above the cap: a connection accepted into the
+// freed slot is counted only after this one is no longer.
 func (l *limitListener) release() {
-	<-l.sem
 	if l.open != nil {
 		l.open.Dec()
 	}
+	<-l.sem
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
