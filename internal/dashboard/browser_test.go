@@ -584,6 +584,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	a.call(http.MethodPost, "/v1/tasks/"+g.ID+"/cancel", globex.Key, "", nil, nil)
 }
 
+// signInAsAdmin opens the dashboard at url and signs in with an admin key;
+// the overview is the admin's first view.
+func (b *browser) signInAsAdmin(url, key string) {
+	b.t.Helper()
+	b.do("sign in",
+		chromedp.Navigate(url+"/ui"),
+		chromedp.WaitVisible(chromedp.ID("signin-key")),
+		chromedp.SendKeys(chromedp.ID("signin-key"), key),
+		submitForm("signin-form"),
+		chromedp.WaitVisible(chromedp.ID("view-overview")))
+}
+
 // gate is a proxy in front of the server that can hold one request until
 // the test lets it go: the way to answer the browser late, on cue.
 type gate struct {
@@ -676,12 +688,7 @@ func TestDashboardTaskPagesIgnoreStaleAnswers(t *testing.T) {
 	}
 	proxy := newGate(t, url)
 
-	b.do("sign in",
-		chromedp.Navigate(proxy.URL+"/ui"),
-		chromedp.WaitVisible(chromedp.ID("signin-key")),
-		chromedp.SendKeys(chromedp.ID("signin-key"), adminKey),
-		submitForm("signin-form"),
-		chromedp.WaitVisible(chromedp.ID("view-overview")))
+	b.signInAsAdmin(proxy.URL, adminKey)
 	b.set("filter-limit", "25")
 	b.do("open the task list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
 	b.until("see page 1", `document.querySelectorAll("#tasks-table tbody tr").length === 25 && !document.querySelector("#page-next").disabled`)
@@ -730,12 +737,7 @@ func TestDashboardLateViewKeepsCurrentRefresh(t *testing.T) {
 	proxy := newGate(t, url)
 
 	overview := proxy.arm(func(r *http.Request) bool { return r.URL.Path == "/metrics" })
-	b.do("sign in",
-		chromedp.Navigate(proxy.URL+"/ui"),
-		chromedp.WaitVisible(chromedp.ID("signin-key")),
-		chromedp.SendKeys(chromedp.ID("signin-key"), adminKey),
-		submitForm("signin-form"),
-		chromedp.WaitVisible(chromedp.ID("view-overview")))
+	b.signInAsAdmin(proxy.URL, adminKey)
 	waitFor(t, "first read of the overview", overview.arrived)
 	b.do("open the task list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
 	b.until("see the task", `document.querySelectorAll("#tasks-table tbody tr").length === 1`)
