@@ -20,9 +20,10 @@ const promoteBatch = 256
 // slots, its first ready tasks.
 //
 // A claim locks no pool-wide row. It locks the tasks it picks (skipping
-// rows other transactions hold) and, last, the tenant_queues rows of the
-// tenants it served, so claims on several nodes overlap except on the
-// tenants they both serve, and then only for the end of the transaction.
+// rows other transactions hold) and, as its last statement, the
+// tenant_queues rows of the tenants it served, so claims on several nodes
+// overlap except on the tenants they both serve, and then only for that
+// statement and the commit.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 	if p.Limit <= 0 || !p.Pool.Valid() || p.LeaseTTL <= 0 {
 		return nil, invalid("claim", "limit, pool and lease TTL are required")
@@ -74,13 +75,16 @@ func claim(tx Tx, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 		claimed = append(claimed, got...)
 		rows[i] = TenantQueue{Tenant: g.Tenant, Charge: g.Charge(len(got)), Taken: len(got)}
 	}
-	if err := tx.SetTenantQueues(p.Pool, rows); err != nil {
-		return nil, err
-	}
 	for _, ct := range claimed {
 		c.event(ct.Task.ID, dockettype.StateQueued, dockettype.StateRunning, ct.Task.LeaseEpoch, "")
 	}
-	return claimed, c.flush(tx, p.Now)
+	if err := c.flush(tx, p.Now); err != nil {
+		return nil, err
+	}
+	// The tenants' rows last: another node's claim of the same tenants
+	// waits for them from here until this transaction commits, so the
+	// events (which lock nothing) are written before, not while they wait.
+	return claimed, tx.SetTenantQueues(p.Pool, rows)
 }
 
 // dispatchOrder sorts one tenant's claimed tasks as they are dispatched:
