@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,29 @@ func (s *clockSync) sample(ctx context.Context) bool {
 	}
 	s.metrics.ClockOffset.Set(offset.Seconds())
 	return true
+}
+
+// startAttempts bounds the samples Start takes before it gives up.
+const startAttempts = 10
+
+// errClockUnsynced is Start's error when no sample was usable.
+var errClockUnsynced = errors.New("queue: could not measure this node's clock offset to the database")
+
+// syncAtStart sets the offset before anything reads the clock. A node must
+// not judge leases or deadlines by its own clock, which may be far off, so
+// a sample that fails or comes back slow (the first call on a new pool
+// also opens its connection) is taken again, and the node does not start
+// without one.
+func (s *clockSync) syncAtStart(ctx context.Context) error {
+	for range startAttempts {
+		if s.sample(ctx) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return errClockUnsynced
 }
 
 func (s *clockSync) Start(ctx context.Context) error { return s.loop.Start(ctx, s.run) }

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/logtest"
+	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
 )
 
@@ -102,5 +104,68 @@ func TestExecutionServiceClockAheadStealsNoLease(t *testing.T) {
 				t.Fatalf("result %s, want A's", got.Result)
 			}
 		})
+	}
+}
+
+// slowDatabaseClock answers DatabaseTime with the node's clock shifted by
+// offset; each of its first slow calls takes 600 ms of the node's clock
+// (too slow for a precise sample), and every call fails while failing is
+// set.
+type slowDatabaseClock struct {
+	clock   *clockwork.FakeClock
+	offset  time.Duration
+	slow    int
+	failing bool
+	calls   int
+}
+
+func (d *slowDatabaseClock) DatabaseTime(context.Context) (time.Time, error) {
+	d.calls++
+	if d.failing {
+		return time.Time{}, errors.New("database unreachable")
+	}
+	if d.calls <= d.slow {
+		d.clock.Advance(600 * time.Millisecond)
+	}
+	return d.clock.Now().Add(d.offset), nil
+}
+
+// A node's first clock sample can be slow (the call opens the connection)
+// or fail: the node samples again before anything reads its clock, and it
+// does not start at all on its own clock when no sample is usable.
+// (TestExecutionServiceClockAheadStealsNoLease/synced failed 1 run in 100
+// under load when a slow first sample left a node 30 s ahead unsynced.)
+func TestClockSyncAtStartRetriesUnusableSamples(t *testing.T) {
+	newSync := func(db *slowDatabaseClock) *clockSync {
+		logger, _ := logtest.New(t)
+		return &clockSync{baseService: newBaseService(logger, db.clock, "clock"), clock: &syncedClock{Clock: db.clock},
+			store: db, metrics: metrics.New(), interval: time.Minute, warnAbove: time.Second}
+	}
+
+	db := &slowDatabaseClock{clock: clockwork.NewFakeClock(), offset: -30 * time.Second, slow: 2}
+	s := newSync(db)
+	if err := s.syncAtStart(t.Context()); err != nil {
+		t.Fatalf("syncAtStart: %v", err)
+	}
+	if db.calls != 3 {
+		t.Fatalf("%d samples, want 3 (two too slow, then one usable)", db.calls)
+	}
+	if got := s.clock.Now().Sub(db.clock.Now()); got != -30*time.Second {
+		t.Fatalf("offset %v, want -30s", got)
+	}
+	if got := testutil.ToFloat64(s.metrics.StoreErrors.WithLabelValues("clock_sync")); got != 2 {
+		t.Fatalf("clock_sync store errors %v, want 2", got)
+	}
+
+	down := &slowDatabaseClock{clock: clockwork.NewFakeClock(), failing: true}
+	s = newSync(down)
+	if err := s.syncAtStart(t.Context()); !errors.Is(err, errClockUnsynced) {
+		t.Fatalf("syncAtStart with no usable sample: %v, want errClockUnsynced", err)
+	}
+	if down.calls != startAttempts {
+		t.Fatalf("%d samples, want %d", down.calls, startAttempts)
+	}
+	if got := s.clock.Now(); !got.Equal(down.clock.Now()) {
+		t.Fatalf("clock moved to %v without a sample", got)
 	}
 }

@@ -127,7 +127,10 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	// The clock is corrected before anything reads it.
 	if r.clockSync != nil {
-		r.clockSync.sample(ctx)
+		if err := r.clockSync.syncAtStart(ctx); err != nil {
+			closeForks(r.forks)
+			return err
+		}
 	}
 	starts := []func(context.Context) error{s.admitter.Start}
 	for _, p := range dockettype.Pools {
