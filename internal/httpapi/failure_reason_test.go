@@ -1,9 +1,11 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/httpapi/httpapitest"
@@ -33,11 +35,19 @@ func TestFailedTaskShowsItsReason(t *testing.T) {
 		if strings.Contains(s.Logs.String(), tc.message) {
 			t.Fatalf("the failure message was logged:\n%s", s.Logs)
 		}
-		logged := false
-		for _, line := range logLines(t, s.Logs.String(), "completer") {
-			logged = logged || line["msg"] == "task failed" && line["task_id"] == task.ID && line["code"] == string(tc.code) &&
-				line["tenant"] == httpapitest.Tenant && line["trace_id"] == task.TraceID
-		}
+		// The long poll can answer from the committed outcome before the
+		// completer logs it: wait for the line.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		logged := s.Logs.Await(ctx, func(logs string) bool {
+			for _, line := range logLines(t, logs, "completer") {
+				if line["msg"] == "task failed" && line["task_id"] == task.ID && line["code"] == string(tc.code) &&
+					line["tenant"] == httpapitest.Tenant && line["trace_id"] == task.TraceID {
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
 		if !logged {
 			t.Fatalf("no \"task failed\" line with the code and IDs of %s:\n%s", task.ID, s.Logs)
 		}

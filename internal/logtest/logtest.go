@@ -7,6 +7,7 @@ package logtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,14 +35,43 @@ var forbidden = []string{
 
 // Buffer is a concurrency-safe log sink.
 type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	written chan struct{} // closed and replaced by every Write
 }
 
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.buf.Write(p)
+}
+
+// Await waits until everything logged so far satisfies ok, woken by each
+// write, or until ctx ends; it reports whether ok was satisfied. A test
+// that reads a line another goroutine logs after the result the test saw
+// waits with it instead of sleeping.
+func (b *Buffer) Await(ctx context.Context, ok func(logs string) bool) bool {
+	for {
+		b.mu.Lock()
+		logs := b.buf.String()
+		if b.written == nil {
+			b.written = make(chan struct{})
+		}
+		written := b.written
+		b.mu.Unlock()
+		if ok(logs) {
+			return true
+		}
+		select {
+		case <-written:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // String returns everything logged so far.

@@ -2,6 +2,7 @@ package logtest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -154,5 +155,24 @@ func TestGuardFailsTheBinary(t *testing.T) {
 	clean := fakeM{run: func() { slog.Default().Info("http request", "code", "not_found") }}
 	if code := (guard{m: clean, report: &report}).Run(); code != 0 || report.Len() != 0 {
 		t.Errorf("clean binary: Guard returned %d, report %q", code, report.String())
+	}
+}
+
+// Await returns once a write satisfies it, and gives up when its context
+// ends.
+func TestBufferAwait(t *testing.T) {
+	var b Buffer
+	go func() {
+		for _, line := range []string{"one\n", "two\n", "three\n"} {
+			b.Write([]byte(line))
+		}
+	}()
+	if !b.Await(t.Context(), func(logs string) bool { return strings.Contains(logs, "three") }) {
+		t.Fatal("Await gave up with the line written")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if b.Await(ctx, func(logs string) bool { return strings.Contains(logs, "four") }) {
+		t.Fatal("Await returned true for a line never written")
 	}
 }
