@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -69,6 +70,9 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Logger receives the service's logs; default discards them.
 	Logger *slog.Logger
+	// Clock is the one clock of a run: the service's (leases, deadlines)
+	// and the bench's own timing. Default: the real clock.
+	Clock clockwork.Clock
 }
 
 // Result is what a run measured. Tasks, Seconds and TasksPerSecond are the
@@ -200,6 +204,9 @@ func (o *Options) setDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
 	switch {
 	case o.Clients < 1, o.Tenants < 1, o.Capacity < 1, o.Backlog < 1:
 		return errors.New("clients, tenants, capacity and backlog must be positive")
@@ -212,6 +219,7 @@ func (o *Options) setDefaults() error {
 // harness is one run's service and bookkeeping.
 type harness struct {
 	opts    Options
+	clock   clockwork.Clock // opts.Clock
 	st      store.Store
 	svc     *queue.Service   // the first node: admission goes through it
 	nodes   []*queue.Service // every node (svc first), sharing the metrics
@@ -232,7 +240,7 @@ func newHarness(st store.Store, opts Options) (*harness, error) {
 	m := metrics.New()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	h := &harness{opts: opts, st: st, metrics: m, run: hex.EncodeToString(b[:]), sample: newSample(sampleSize)}
+	h := &harness{opts: opts, clock: opts.Clock, st: st, metrics: m, run: hex.EncodeToString(b[:]), sample: newSample(sampleSize)}
 	// Each node after the first has its own store handle (its own
 	// connections), as a separate process would.
 	for i := range opts.Nodes {
@@ -253,6 +261,7 @@ func newHarness(st store.Store, opts Options) (*harness, error) {
 			AdmitCommitters: opts.AdmitCommitters,
 			Logger:          opts.Logger,
 			Metrics:         m,
+			Clock:           opts.Clock,
 		})
 		if err != nil {
 			h.stop()
@@ -358,14 +367,14 @@ func (h *harness) states() map[dockettype.State]int {
 // is, printing progress, and returns when the count reached want. It polls
 // counters in memory, so its resolution is pollEvery.
 func (h *harness) waitTerminal(ctx context.Context, want int, p *progress, line func() string) (time.Time, error) {
-	tick := time.NewTicker(pollEvery)
+	tick := h.clock.NewTicker(pollEvery)
 	defer tick.Stop()
 	var reached, nextCheck time.Time
 	for {
 		if reached.IsZero() && h.terminal() >= want {
-			reached = time.Now()
+			reached = h.clock.Now()
 		}
-		if !reached.IsZero() && time.Now().After(nextCheck) {
+		if !reached.IsZero() && h.clock.Now().After(nextCheck) {
 			// Recovery may also finish tasks of an earlier, interrupted run
 			// on the same database: the sample checks that this run's are.
 			done, err := h.sample.allTerminal(ctx, h.st)
@@ -373,13 +382,13 @@ func (h *harness) waitTerminal(ctx context.Context, want int, p *progress, line 
 				return reached, err
 			}
 			reached = time.Time{}
-			nextCheck = time.Now().Add(100 * time.Millisecond)
+			nextCheck = h.clock.Now().Add(100 * time.Millisecond)
 		}
 		p.maybe(line)
 		select {
 		case <-ctx.Done():
 			return time.Time{}, context.Cause(ctx)
-		case <-tick.C:
+		case <-tick.Chan():
 		}
 	}
 }

@@ -11,9 +11,9 @@ import (
 // are terminal.
 func (h *harness) burnDown(ctx context.Context) (*Result, error) {
 	n := h.opts.Tasks
-	p := newProgress(h.opts.Progress, h.opts.ProgressEvery)
+	p := newProgress(h.opts.Progress, h.clock, h.opts.ProgressEvery)
 	p.reset("admit", 0)
-	admitStart := time.Now()
+	admitStart := h.clock.Now()
 	admitted := 0
 	for b := 0; admitted < n; b++ {
 		k := min(h.opts.Batch, n-admitted)
@@ -23,10 +23,10 @@ func (h *harness) burnDown(ctx context.Context) (*Result, error) {
 		admitted += k
 		p.maybe(func() string { return fmt.Sprintf("%d/%d admitted  %8.0f tasks/s", admitted, n, p.rate(admitted)) })
 	}
-	admitSeconds := time.Since(admitStart).Seconds()
+	admitSeconds := h.clock.Since(admitStart).Seconds()
 
 	p.reset("drain", 0)
-	start := time.Now()
+	start := h.clock.Now()
 	if err := h.start(ctx); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 // every task of the run ends terminal.
 func (h *harness) continuous(ctx context.Context) (*Result, error) {
 	backlog, batch := h.opts.Backlog, h.opts.Batch
-	p := newProgress(h.opts.Progress, h.opts.ProgressEvery)
+	p := newProgress(h.opts.Progress, h.clock, h.opts.ProgressEvery)
 	admitted, b := 0, 0
 	admit := func(n int) error {
 		for n > 0 {
@@ -38,13 +38,13 @@ func (h *harness) continuous(ctx context.Context) (*Result, error) {
 	// Top up once a batch's worth (or half the backlog, if smaller) has
 	// been worked off, so that admissions come in full batches.
 	threshold := max(1, min(batch, backlog/2))
-	start := time.Now()
+	start := h.clock.Now()
 	base := h.terminal()
-	tick := time.NewTicker(pollEvery)
+	tick := h.clock.NewTicker(pollEvery)
 	defer tick.Stop()
 	windows := newWindows(h.opts.Duration, start, base)
-	for time.Since(start) < h.opts.Duration {
-		windows.observe(time.Now(), h.terminal())
+	for h.clock.Since(start) < h.opts.Duration {
+		windows.observe(h.clock.Now(), h.terminal())
 		if deficit := backlog - (admitted - h.terminal()); deficit >= threshold {
 			if err := admit(deficit); err != nil {
 				return nil, err
@@ -57,10 +57,10 @@ func (h *harness) continuous(ctx context.Context) (*Result, error) {
 		select {
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
-		case <-tick.C:
+		case <-tick.Chan():
 		}
 	}
-	end := time.Now()
+	end := h.clock.Now()
 	done := h.terminal()
 	res := &Result{Tasks: done - base, Seconds: end.Sub(start).Seconds(), PeakRSSBytes: peakRSS(), Windows: windows.finish(end, done)}
 

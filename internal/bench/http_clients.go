@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jonboulle/clockwork"
 	"net"
 	"net/http"
 	"slices"
@@ -32,7 +31,7 @@ func (h *harness) httpClients(ctx context.Context) (*Result, error) {
 	}
 	keys := make([]string, len(h.tenants))
 	for i, t := range h.tenants {
-		k, _, err := auth.CreateKey(ctx, h.st, time.Now(), t.Tenant, t.Name, dockettype.RoleMember)
+		k, _, err := auth.CreateKey(ctx, h.st, h.clock.Now(), t.Tenant, t.Name, dockettype.RoleMember)
 		if err != nil {
 			return nil, fmt.Errorf("create an API key: %w", err)
 		}
@@ -43,7 +42,7 @@ func (h *harness) httpClients(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("listen on a loopback port: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           httpapi.New(h.svc, auth.NewAuthenticator(h.st).WithCache(2*time.Second, clockwork.NewRealClock()), httpapi.Options{Logger: h.opts.Logger, Metrics: h.metrics}),
+		Handler:           httpapi.New(h.svc, auth.NewAuthenticator(h.st).WithCache(2*time.Second, h.clock), httpapi.Options{Logger: h.opts.Logger, Metrics: h.metrics}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan error, 1)
@@ -69,7 +68,7 @@ func (h *harness) httpClients(ctx context.Context) (*Result, error) {
 	var stop atomic.Bool
 	var created atomic.Int64
 	var wg sync.WaitGroup
-	start := time.Now()
+	start := h.clock.Now()
 	for i := range clients {
 		wg.Add(1)
 		go func() {
@@ -78,9 +77,9 @@ func (h *harness) httpClients(ctx context.Context) (*Result, error) {
 			st := &stats[i]
 			st.answers = map[int]int{}
 			for j := 0; !stop.Load() && ctx.Err() == nil; j++ {
-				t0 := time.Now()
+				t0 := h.clock.Now()
 				res, err := c.Submit(ctx, &client.SubmitParams{IdempotencyKey: fmt.Sprintf("bench-%s-c%d-%d", h.run, i, j), Workflow: Workflow})
-				st.lat = append(st.lat, time.Since(t0))
+				st.lat = append(st.lat, h.clock.Since(t0))
 				var ce *client.Error
 				switch {
 				case err == nil && res.Replayed:
@@ -99,20 +98,20 @@ func (h *harness) httpClients(ctx context.Context) (*Result, error) {
 			}
 		}()
 	}
-	p := newProgress(h.opts.Progress, h.opts.ProgressEvery)
+	p := newProgress(h.opts.Progress, h.clock, h.opts.ProgressEvery)
 	p.reset("submit", 0)
-	tick := time.NewTicker(pollEvery)
-	for time.Since(start) < h.opts.Duration && ctx.Err() == nil {
+	tick := h.clock.NewTicker(pollEvery)
+	for h.clock.Since(start) < h.opts.Duration && ctx.Err() == nil {
 		p.maybe(func() string {
 			n := int(created.Load())
 			return fmt.Sprintf("%d created  %8.0f submits/s", n, p.rate(n))
 		})
-		<-tick.C
+		<-tick.Chan()
 	}
 	tick.Stop()
 	stop.Store(true)
 	wg.Wait()
-	seconds := time.Since(start).Seconds()
+	seconds := h.clock.Since(start).Seconds()
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}

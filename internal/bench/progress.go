@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // progress prints a line at most once per period; a nil writer prints
 // nothing.
 type progress struct {
 	w      io.Writer
+	clock  clockwork.Clock
 	every  time.Duration
 	start  time.Time
 	last   time.Time
@@ -18,24 +21,25 @@ type progress struct {
 	period time.Duration // of the last line
 }
 
-func newProgress(w io.Writer, every time.Duration) *progress {
-	now := time.Now()
-	return &progress{w: w, every: every, start: now, last: now}
+func newProgress(w io.Writer, clock clockwork.Clock, every time.Duration) *progress {
+	now := clock.Now()
+	return &progress{w: w, clock: clock, every: every, start: now, last: now}
 }
 
 // reset starts a new phase: elapsed time and rates count from now.
 func (p *progress) reset(phase string, n int) {
-	p.phase, p.start, p.last, p.lastN = phase, time.Now(), time.Now(), n
+	now := p.clock.Now()
+	p.phase, p.start, p.last, p.lastN = phase, now, now, n
 }
 
 // maybe prints line() when a period has passed since the last line.
 func (p *progress) maybe(line func() string) {
-	if p == nil || p.w == nil || time.Since(p.last) < p.every {
+	if p == nil || p.w == nil || p.clock.Since(p.last) < p.every {
 		return
 	}
-	p.period = time.Since(p.last)
-	p.last = time.Now()
-	fmt.Fprintf(p.w, "%-10s %6.1fs  %s\n", p.phase, time.Since(p.start).Seconds(), line())
+	now := p.clock.Now()
+	p.period, p.last = now.Sub(p.last), now
+	fmt.Fprintf(p.w, "%-10s %6.1fs  %s\n", p.phase, now.Sub(p.start).Seconds(), line())
 }
 
 // rate is the per-second rate of a counter since the previous call (the
