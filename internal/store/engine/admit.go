@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -13,11 +14,21 @@ import (
 // Admit runs a batch of admissions in one transaction; see store.Admitter.
 //
 // Existing bindings answer replays and conflicts first. The rest are
-// checked in order against the counts read under the gate locks of their
-// pools and tenants: capacity, then the tenant's limit. Admitted items bind
-// their key; an item whose key another transaction bound meanwhile (it
-// committed while this one waited on the key) is answered from that binding
-// instead. Then the tasks, their history and the counters are written.
+// checked in order against the in-flight counts of their pools and tenants:
+// capacity, then the tenant's limit. Admitted items bind their key; an item
+// whose key another transaction bound meanwhile (it committed while this
+// one waited on the key) is answered from that binding instead. Then the
+// tasks, their history and the counters are written.
+//
+// The counts are exact because the admission holds its pools' and tenants'
+// gate rows locked from when it checks them until it commits, so admissions
+// to one pool serialize there. On a backend whose transactions run
+// concurrently (a GateReader), the admission first decides on the counts as
+// committed, writes the rows no other transaction sees (bindings, tasks),
+// and only then locks the gates and checks its decisions against the counts
+// under the locks: the serialized part is the counters, the history and the
+// commit. When another admission took the room meanwhile, the transaction
+// is rolled back and run again deciding under the locks, as on one writer.
 func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) ([]store.AdmitResult, error) {
 	for _, it := range p.Items {
 		switch {
@@ -34,11 +45,17 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) ([]store.AdmitR
 	}
 	var out []store.AdmitResult
 	var created []string
-	err := s.b.Write(ctx, "admit", func(tx Tx) error {
-		var err error
-		out, created, err = admit(tx, p, s.known)
-		return err
-	})
+	run := func(lateGates bool) error {
+		return s.b.Write(ctx, "admit", func(tx Tx) error {
+			var err error
+			out, created, err = admit(tx, p, s.known, lateGates)
+			return err
+		})
+	}
+	err := run(true)
+	if errors.Is(err, errGatesMoved) {
+		err = run(false)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +65,10 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) ([]store.AdmitR
 	return out, nil
 }
 
+// errGatesMoved: between an admission's unlocked read of its gates and its
+// locks, other admissions took the room it had counted on.
+var errGatesMoved = errors.New("admit: gates moved since read")
+
 // known reports whether a tenant is known to exist with its counter rows.
 func (s *Store) known(tenant string) bool {
 	_, ok := s.tenants.Load(tenant)
@@ -55,11 +76,11 @@ func (s *Store) known(tenant string) bool {
 }
 
 // admit decides and writes one batch; it returns the answers and the
-// tenants it made sure exist.
-func admit(tx Tx, p *store.AdmitParams, known func(string) bool) ([]store.AdmitResult, []string, error) {
+// tenants it made sure exist. With lateGates and a GateReader it locks the
+// gates after writing the rows (see Admit).
+func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool) ([]store.AdmitResult, []string, error) {
 	items := p.Items
 	out := make([]store.AdmitResult, len(items))
-	keyOf := func(it *store.AdmitItem) TenantKey { return TenantKey{it.Tenant, it.IdempotencyKey} }
 	names := make([]string, len(items)) // the task each answer names, if any
 
 	keys := make([]TenantKey, 0, len(items))
@@ -81,6 +102,8 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool) ([]store.AdmitR
 		}
 	}
 	pools, tenants = sortedUnique(pools), sortedUnique(tenants)
+	reader, late := tx.(GateReader)
+	late = late && lateGates
 	var gates *Gates
 	if len(pools) > 0 {
 		var unknown []string
@@ -94,87 +117,19 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool) ([]store.AdmitR
 				return nil, nil, err
 			}
 		}
-		if gates, err = tx.LockGates(pools, tenants); err != nil {
-			return nil, nil, err
+		if late {
+			gates, err = reader.ReadGates(pools, tenants)
+		} else {
+			gates, err = tx.LockGates(pools, tenants)
 		}
-	}
-
-	// Decide in order. A key seen earlier in the batch answers later items
-	// like a binding would.
-	byKey := map[TenantKey]int{} // key → index of the item that admitted it
-	var admitted []int
-	for i, it := range items {
-		k := keyOf(it)
-		if b, ok := bound[k]; ok {
-			out[i], names[i] = answerFromBinding(b, it)
-			continue
-		}
-		if j, ok := byKey[k]; ok {
-			out[i], names[i] = answerFromBinding(Binding{RequestHash: items[j].RequestHash, TaskID: items[j].TaskID}, it)
-			continue
-		}
-		capacity := it.PoolCapacity
-		if capacity > 0 && gates.Pools[it.Pool] >= int64(capacity) {
-			out[i] = store.AdmitResult{Outcome: store.QueueFull}
-			continue
-		}
-		tg := gates.Tenants[it.Tenant]
-		if tg.MaxInFlight > 0 && tg.InFlight >= int64(tg.MaxInFlight) {
-			out[i] = store.AdmitResult{Outcome: store.TenantQuotaExceeded}
-			continue
-		}
-		gates.Pools[it.Pool]++
-		tg.InFlight++
-		gates.Tenants[it.Tenant] = tg
-		byKey[k] = i
-		admitted = append(admitted, i)
-		out[i], names[i] = store.AdmitResult{Outcome: store.Admitted}, it.TaskID
-	}
-
-	// Bind the admitted keys. A key another transaction bound first is
-	// answered from its binding (its capacity is simply not taken).
-	if len(admitted) > 0 {
-		rows := make([]Binding, len(admitted))
-		for n, i := range admitted {
-			it := items[i]
-			rows[n] = Binding{TenantKey: keyOf(it), RequestHash: it.RequestHash, TaskID: it.TaskID}
-		}
-		inserted, err := tx.InsertBindings(rows, p.Now)
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(inserted) < len(rows) {
-			var lost []TenantKey
-			for _, r := range rows {
-				if !inserted[r.TenantKey] {
-					lost = append(lost, r.TenantKey)
-				}
-			}
-			winners, err := tx.Bindings(lost)
-			if err != nil {
-				return nil, nil, err
-			}
-			kept := admitted[:0]
-			for _, i := range admitted {
-				k := keyOf(items[i])
-				if inserted[k] {
-					kept = append(kept, i)
-					continue
-				}
-				b, ok := winners[k]
-				if !ok {
-					return nil, nil, errBindingVanished
-				}
-				// This item, and any later item of the batch with the
-				// same key, answer from the winner's binding.
-				for j := i; j < len(items); j++ {
-					if keyOf(items[j]) == k {
-						out[j], names[j] = answerFromBinding(b, items[j])
-					}
-				}
-			}
-			admitted = kept
-		}
+	}
+
+	admitted := decide(items, bound, gates, out, names)
+	if admitted, err = bind(tx, items, admitted, out, names, p.Now); err != nil {
+		return nil, nil, err
 	}
 
 	c := newChanges()
@@ -193,6 +148,17 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool) ([]store.AdmitR
 		}
 		if err := tx.InsertTasks(newTasks, p.Now); err != nil {
 			return nil, nil, err
+		}
+		// The tasks are rows no other transaction sees before the commit:
+		// with late gates they are written before the gates are locked.
+		// The history is written after: an admission's events take their
+		// IDs once it holds its gates, so replaying admissions and
+		// releases in event-ID order follows the order the gates saw
+		// (docket faultcheck's admission check relies on it).
+		if late {
+			if err := checkUnderLocks(tx, items, admitted); err != nil {
+				return nil, nil, err
+			}
 		}
 		deltas := make([]CounterDelta, 0, len(inFlight))
 		for k, n := range inFlight {
@@ -244,6 +210,131 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool) ([]store.AdmitR
 		}
 	}
 	return out, tenants, nil
+}
+
+// keyOf is an item's idempotency key.
+func keyOf(it *store.AdmitItem) TenantKey { return TenantKey{it.Tenant, it.IdempotencyKey} }
+
+// decide answers items in order: a bound key as a replay or conflict, a key
+// seen earlier in the batch like a binding would, the rest against gates,
+// which it counts up. It returns the indexes of the items it admitted.
+func decide(items []*store.AdmitItem, bound map[TenantKey]Binding, gates *Gates,
+	out []store.AdmitResult, names []string) []int {
+	byKey := map[TenantKey]int{} // key → index of the item that admitted it
+	var admitted []int
+	for i, it := range items {
+		k := keyOf(it)
+		if b, ok := bound[k]; ok {
+			out[i], names[i] = answerFromBinding(b, it)
+			continue
+		}
+		if j, ok := byKey[k]; ok {
+			out[i], names[i] = answerFromBinding(Binding{RequestHash: items[j].RequestHash, TaskID: items[j].TaskID}, it)
+			continue
+		}
+		if o := take(gates, it); o != store.Admitted {
+			out[i] = store.AdmitResult{Outcome: o}
+			continue
+		}
+		byKey[k] = i
+		admitted = append(admitted, i)
+		out[i], names[i] = store.AdmitResult{Outcome: store.Admitted}, it.TaskID
+	}
+	return admitted
+}
+
+// take checks one item against capacity, then its tenant's limit, and
+// counts it in gates when it fits.
+func take(gates *Gates, it *store.AdmitItem) store.AdmitOutcome {
+	if capacity := it.PoolCapacity; capacity > 0 && gates.Pools[it.Pool] >= int64(capacity) {
+		return store.QueueFull
+	}
+	tg := gates.Tenants[it.Tenant]
+	if tg.MaxInFlight > 0 && tg.InFlight >= int64(tg.MaxInFlight) {
+		return store.TenantQuotaExceeded
+	}
+	gates.Pools[it.Pool]++
+	tg.InFlight++
+	gates.Tenants[it.Tenant] = tg
+	return store.Admitted
+}
+
+// checkUnderLocks locks the gates of the admitted items' pools and tenants
+// and checks that every admission decided on the unlocked counts still
+// fits; errGatesMoved when one does not.
+func checkUnderLocks(tx Tx, items []*store.AdmitItem, admitted []int) error {
+	var pools []dockettype.Pool
+	var tenants []string
+	for _, i := range admitted {
+		pools = append(pools, items[i].Pool)
+		tenants = append(tenants, items[i].Tenant)
+	}
+	locked, err := tx.LockGates(sortedUnique(pools), sortedUnique(tenants))
+	if err != nil {
+		return err
+	}
+	for _, i := range admitted {
+		if take(locked, items[i]) != store.Admitted {
+			return errGatesMoved
+		}
+	}
+	return nil
+}
+
+// bind inserts the admitted items' bindings, sorted by key (so that
+// admissions binding the same keys take them in one order). An item whose
+// key another transaction bound first is answered from that binding (its
+// room is simply not taken); bind returns the items still admitted.
+func bind(tx Tx, items []*store.AdmitItem, admitted []int, out []store.AdmitResult, names []string,
+	now time.Time) ([]int, error) {
+	if len(admitted) == 0 {
+		return admitted, nil
+	}
+	rows := make([]Binding, len(admitted))
+	for n, i := range admitted {
+		it := items[i]
+		rows[n] = Binding{TenantKey: keyOf(it), RequestHash: it.RequestHash, TaskID: it.TaskID}
+	}
+	slices.SortFunc(rows, func(a, b Binding) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Key, b.Key))
+	})
+	inserted, err := tx.InsertBindings(rows, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(inserted) == len(rows) {
+		return admitted, nil
+	}
+	var lost []TenantKey
+	for _, r := range rows {
+		if !inserted[r.TenantKey] {
+			lost = append(lost, r.TenantKey)
+		}
+	}
+	winners, err := tx.Bindings(lost)
+	if err != nil {
+		return nil, err
+	}
+	kept := admitted[:0]
+	for _, i := range admitted {
+		k := keyOf(items[i])
+		if inserted[k] {
+			kept = append(kept, i)
+			continue
+		}
+		b, ok := winners[k]
+		if !ok {
+			return nil, errBindingVanished
+		}
+		// This item, and any later item of the batch with the same key,
+		// answer from the winner's binding.
+		for j := i; j < len(items); j++ {
+			if keyOf(items[j]) == k {
+				out[j], names[j] = answerFromBinding(b, items[j])
+			}
+		}
+	}
+	return kept, nil
 }
 
 // newTask is the task an admission writes, as the store returns it.

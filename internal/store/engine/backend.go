@@ -73,7 +73,8 @@ type admitSteps interface {
 	// LockGates locks the gate rows of the pools and tenants (each sorted)
 	// and returns their in-flight counts and the tenants' limits.
 	LockGates(pools []dockettype.Pool, tenants []string) (*Gates, error)
-	// InsertBindings inserts bindings, skipping those whose key another
+	// InsertBindings inserts bindings in the order given (the engine sorts
+	// them by tenant and key), skipping those whose key another
 	// transaction bound first, and returns the keys it inserted.
 	InsertBindings(rows []Binding, now time.Time) (map[TenantKey]bool, error)
 	// InsertTasks inserts the admitted tasks: the immutable record with
@@ -82,6 +83,16 @@ type admitSteps interface {
 	InsertTasks(items []*store.AdmitItem, now time.Time) error
 	// ReadTasks returns the tasks among ids, any tenant.
 	ReadTasks(ids []string) (map[string]*dockettype.Task, error)
+}
+
+// GateReader is the optional step of a backend whose write transactions
+// run concurrently (PostgreSQL): it reads the gates without locking them,
+// so that an admission can write its rows first and hold the gate locks
+// only for its counters and its commit (see admit).
+type GateReader interface {
+	// ReadGates returns the pools' and tenants' in-flight counts and the
+	// tenants' limits as committed, locking nothing.
+	ReadGates(pools []dockettype.Pool, tenants []string) (*Gates, error)
 }
 
 type claimSteps interface {

@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +87,40 @@ func TestListenHearsReadyAndFinished(t *testing.T) {
 	cancel()
 	<-done
 	<-done
+}
+
+// A notification that cannot be sent (here a payload over PostgreSQL's
+// limit: a task whose ID alone is longer) is dropped after its transaction
+// has committed: the write stands, and the connection serves the next one.
+func TestUnsendableNotificationLeavesTheWrite(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	ctx := t.Context()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	long := "task-" + strings.Repeat("x", 8100)
+	item := func(id string) *store.AdmitItem {
+		return &store.AdmitItem{TaskID: id, Tenant: "acme", IdempotencyKey: id, RequestHash: "h",
+			Workflow: "demo.echo", Pool: dockettype.PoolOffline, MaxAttempts: 1, DeadlineAt: now.Add(time.Hour)}
+	}
+	if _, err := s.Admit(ctx, &store.AdmitParams{Now: now, Items: []*store.AdmitItem{item(long)}}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.Claim(ctx, &store.ClaimParams{Now: now, Pool: dockettype.PoolOffline, Owner: "n", Limit: 1, LeaseTTL: time.Minute})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("Claim: %v, %v", claimed, err)
+	}
+	// The finish's "done" notification names the task: too long to send.
+	res, err := s.Finish(ctx, &store.FinishParams{Now: now, Items: []store.FinishItem{{Lease: claimed[0].Lease(), Kind: store.FinishSucceed}}})
+	if err != nil || len(res) != 1 || !res[0].Applied {
+		t.Fatalf("Finish = %+v, %v; want applied", res, err)
+	}
+	task, err := s.GetTask(ctx, &store.GetTaskParams{Tenant: "acme", TaskID: long})
+	if err != nil || task.State != dockettype.StateSucceeded {
+		t.Fatalf("GetTask = %v, %v; want succeeded", task, err)
+	}
+	for i := range 10 { // more writes than the pool has connections
+		if _, err := s.Admit(ctx, &store.AdmitParams{Now: now, Items: []*store.AdmitItem{item(fmt.Sprintf("next-%d", i))}}); err != nil {
+			t.Fatalf("Admit after the dropped notification: %v", err)
+		}
+	}
 }

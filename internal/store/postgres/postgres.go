@@ -180,11 +180,12 @@ func (b *Backend) pipelined(ctx context.Context, fn func(tx engine.Tx) error) (e
 		t.later(s)
 	}
 	defer func() {
-		if err == nil || conn.Conn().PgConn().TxStatus() == 'I' {
+		if conn.Conn().PgConn().TxStatus() == 'I' {
 			return
 		}
-		// The transaction is open or failed: roll it back, even when ctx
-		// has ended; a connection that cannot is not reused.
+		// A transaction is open or failed (this one, or after its commit
+		// the notifications' one): roll it back, even when ctx has ended;
+		// a connection that cannot is not reused.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
@@ -194,8 +195,7 @@ func (b *Backend) pipelined(ctx context.Context, fn func(tx engine.Tx) error) (e
 	if err := fn(t); err != nil {
 		return err
 	}
-	t.later("COMMIT")
-	return t.flush()
+	return t.commit()
 }
 
 // write runs fn in a READ COMMITTED transaction (pgx's own), retried like

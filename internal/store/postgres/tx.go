@@ -27,6 +27,7 @@ type txn struct {
 	conn    *pgx.Conn
 	channel string // where Notify sends
 	pending pgx.Batch
+	notes   []string // notification payloads, sent after the commit
 }
 
 var _ engine.Tx = (*txn)(nil)
@@ -53,7 +54,34 @@ func (t *txn) send(b *pgx.Batch) (pgx.BatchResults, error) {
 	return br, nil
 }
 
-// flush sends the pending statements; Write calls it before committing.
+// commit sends the pending statements, which end with the transaction's
+// COMMIT, and after them the notifications (see sendNotes). It fails only
+// if the transaction did not commit: a notification that cannot be sent is
+// dropped.
+func (t *txn) commit() error {
+	t.later("COMMIT")
+	committed := len(t.pending.QueuedQueries)
+	t.sendNotes()
+	all := t.pending
+	t.pending = pgx.Batch{}
+	br := t.conn.SendBatch(t.ctx, &all)
+	dropped := false
+	for i := range len(all.QueuedQueries) {
+		if _, err := br.Exec(); err != nil {
+			if i < committed {
+				br.Close()
+				return err
+			}
+			dropped = true
+		}
+	}
+	if err := br.Close(); err != nil && !dropped {
+		return err
+	}
+	return nil
+}
+
+// flush sends the pending statements.
 func (t *txn) flush() error {
 	if len(t.pending.QueuedQueries) == 0 {
 		return nil
@@ -162,20 +190,22 @@ func (t *txn) EnsureTenants(ids []string, limit int, now time.Time) error {
 // reads the counts: the sum of every slot, as committed when the lock was
 // granted.
 func (t *txn) LockGates(pools []dockettype.Pool, tenants []string) (*engine.Gates, error) {
-	poolNames := make([]string, len(pools))
-	for i, p := range pools {
-		poolNames[i] = string(p)
-	}
-	t.later(`SELECT 1 FROM counters WHERE scope = 'pool' AND key = ANY($1) AND slot = 0 ORDER BY key FOR UPDATE`, poolNames)
+	t.later(`SELECT 1 FROM counters WHERE scope = 'pool' AND key = ANY($1) AND slot = 0 ORDER BY key FOR UPDATE`, poolKeys(pools))
 	t.later(`SELECT 1 FROM counters WHERE scope = 'tenant' AND key = ANY($1) AND slot = 0 ORDER BY key FOR UPDATE`, tenants)
-	g := &engine.Gates{Pools: map[dockettype.Pool]int64{}, Tenants: map[string]engine.TenantGate{}}
 	// The counts are read after the locks are granted, in the same round
-	// trip; the tenants' limits come with them.
+	// trip.
+	return t.ReadGates(pools, tenants)
+}
+
+// ReadGates reads the counts and the tenants' limits as committed, without
+// a lock.
+func (t *txn) ReadGates(pools []dockettype.Pool, tenants []string) (*engine.Gates, error) {
+	g := &engine.Gates{Pools: map[dockettype.Pool]int64{}, Tenants: map[string]engine.TenantGate{}}
 	rows, err := t.query(`SELECT scope, key, sum(n)::bigint, 0 FROM counters
 			WHERE (scope = 'pool' AND key = ANY($1)) OR (scope = 'tenant' AND key = ANY($2))
 			GROUP BY scope, key
 		UNION ALL
-		SELECT 'limit', id, 0, max_in_flight FROM tenants WHERE id = ANY($2)`, poolNames, tenants)
+		SELECT 'limit', id, 0, max_in_flight FROM tenants WHERE id = ANY($2)`, poolKeys(pools), tenants)
 	if err != nil {
 		return nil, err
 	}
@@ -202,8 +232,17 @@ func (t *txn) LockGates(pools []dockettype.Pool, tenants []string) (*engine.Gate
 	return g, err
 }
 
-// InsertBindings inserts bindings; a key another transaction bound is
-// skipped (the insert waits for that transaction to end first).
+func poolKeys(pools []dockettype.Pool) []string {
+	keys := make([]string, len(pools))
+	for i, p := range pools {
+		keys[i] = string(p)
+	}
+	return keys
+}
+
+// InsertBindings inserts bindings in the order given; a key another
+// transaction bound is skipped (the insert waits for that transaction to
+// end first).
 func (t *txn) InsertBindings(rows []engine.Binding, now time.Time) (map[engine.TenantKey]bool, error) {
 	n := len(rows)
 	tenants, keys, hashes, ids := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -212,7 +251,8 @@ func (t *txn) InsertBindings(rows []engine.Binding, now time.Time) (map[engine.T
 	}
 	res, err := t.query(`INSERT INTO idempotency_keys (tenant, key, request_hash, task_id, created_at)
 		SELECT k.tenant, k.key, k.hash, k.task_id, $5
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k (tenant, key, hash, task_id)
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS k (tenant, key, hash, task_id, ord)
+		ORDER BY k.ord
 		ON CONFLICT (tenant, key) DO NOTHING
 		RETURNING tenant, key`, tenants, keys, hashes, ids, ts(now))
 	if err != nil {
