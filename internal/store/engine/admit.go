@@ -29,6 +29,9 @@ import (
 // under the locks: the serialized part is the counters, the history and the
 // commit. When another admission took the room meanwhile, the transaction
 // is rolled back and run again deciding under the locks, as on one writer.
+// That run takes the gates before the bindings, the other order: it and an
+// admission of the same key at the same moment can deadlock, which the
+// database detects and the backend resolves by running the loser again.
 func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) ([]store.AdmitResult, error) {
 	for _, it := range p.Items {
 		switch {

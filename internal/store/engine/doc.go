@@ -43,6 +43,8 @@
 // # Lock order
 //
 // Task rows (in ID order), then gate rows, then tenant_queues rows, then
-// release slots, each set in sorted order. A claim locks tasks only with
+// release slots, each set in sorted order. An admission's own new rows
+// (bindings in key order, tasks) come before its gate rows when the backend
+// reads gates without locks (GateReader), after them otherwise. A claim locks tasks only with
 // SKIP LOCKED, so it never waits on a task row.
 package engine

@@ -61,9 +61,10 @@ func (t *txn) Notify(ready []dockettype.Pool, finished []string) error {
 // run: PostgreSQL serializes the commits of notifying transactions on one
 // lock, held until the commit has flushed the WAL, so every admission,
 // claim and finish on every node would wait for the fsync of the one
-// before it instead of sharing a flush with it (measured: the waits on that
-// lock and WALSync were most of what 64 HTTP clients waited on). Sent
-// apart, the lock is held for a few microseconds. What this gives up: a
+// before it instead of sharing a flush with it (sampled under 64 HTTP
+// clients: 237 of 4,024 active backends waited on that lock; 5 of 3,134
+// once the notifications were sent apart, where the lock is held for
+// microseconds). What this gives up: a
 // notification sent after its data commit can be lost when the connection
 // or the server fails in between; listeners poll as well, so it costs a
 // wake-up delay, never work.
