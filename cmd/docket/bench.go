@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/docket-dev/docket"
 	"github.com/docket-dev/docket/internal/bench"
 	"github.com/docket-dev/docket/internal/dsn"
@@ -90,7 +92,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return benchRemote(c, remoteBench{n: *n, conc: *conc, workflow: *wf, input: in, pool: *pool, timeout: *timeout, asJSON: *asJSON}, stdout)
+		return benchRemote(c, remoteBench{n: *n, conc: *conc, workflow: *wf, input: in, pool: *pool, timeout: *timeout, asJSON: *asJSON, clock: clockwork.NewRealClock()}, stdout)
 	case !given["db"]:
 		return errors.New("give --db PATH|URL to measure a store in-process, or --url URL to measure a running server")
 	}

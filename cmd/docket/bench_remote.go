@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/docket-dev/docket/client"
 	"github.com/docket-dev/docket/dockettype"
@@ -24,6 +25,7 @@ type remoteBench struct {
 	pool     string
 	timeout  time.Duration
 	asJSON   bool
+	clock    clockwork.Clock // times the run and the waits after 429
 }
 
 // remoteResult is what --url --json prints: one object.
@@ -69,14 +71,14 @@ func benchRemote(c *client.Client, o remoteBench, stdout io.Writer) error {
 		}
 		mu.Unlock()
 	}
-	start := time.Now()
+	start := o.clock.Now()
 	var submitters, waiters sync.WaitGroup
 	for range o.conc {
 		submitters.Add(1)
 		go func() {
 			defer submitters.Done()
 			for i := range jobs {
-				res, err := submitWithRetry(ctx, c, &client.SubmitParams{
+				res, err := submitWithRetry(ctx, o.clock, c, &client.SubmitParams{
 					IdempotencyKey: fmt.Sprintf("bench-%s-%d", run, i), Workflow: o.workflow, Input: json.RawMessage(o.input), Pool: dockettype.Pool(o.pool),
 				})
 				if err != nil {
@@ -118,10 +120,10 @@ feed:
 	}
 	close(jobs)
 	submitters.Wait()
-	submitDone = time.Since(start)
+	submitDone = o.clock.Since(start)
 	close(ids)
 	waiters.Wait()
-	total := time.Since(start)
+	total := o.clock.Since(start)
 	if firstErr != nil {
 		return firstErr
 	}
@@ -165,14 +167,14 @@ feed:
 
 // submitWithRetry retries 429 answers after their Retry-After, so a bench
 // larger than the pool's capacity measures throughput rather than refusals.
-func submitWithRetry(ctx context.Context, c *client.Client, p *client.SubmitParams) (*client.SubmitResult, error) {
+func submitWithRetry(ctx context.Context, clock clockwork.Clock, c *client.Client, p *client.SubmitParams) (*client.SubmitResult, error) {
 	for {
 		res, err := c.Submit(ctx, p)
 		var ce *client.Error
 		if errors.As(err, &ce) && ce.StatusCode == 429 {
 			wait := max(ce.RetryAfter, 100*time.Millisecond)
 			select {
-			case <-time.After(wait):
+			case <-clock.After(wait):
 				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/docket-dev/docket/dockettype"
 )
 
@@ -66,9 +68,13 @@ const (
 // History is the append-only record of every call a run makes. It is safe
 // for concurrent use.
 type History struct {
-	mu  sync.Mutex
-	ops []Op
+	clock clockwork.Clock // stamps Invoked and Complete
+	mu    sync.Mutex
+	ops   []Op
 }
+
+// NewHistory returns an empty history whose operations are stamped by clock.
+func NewHistory(clock clockwork.Clock) *History { return &History{clock: clock} }
 
 // Invoke records the start of an operation and returns its index.
 func (h *History) Invoke(op Op) int {
@@ -76,7 +82,7 @@ func (h *History) Invoke(op Op) int {
 	defer h.mu.Unlock()
 	op.Index = len(h.ops)
 	if op.Invoked.IsZero() {
-		op.Invoked = time.Now()
+		op.Invoked = h.clock.Now()
 	}
 	h.ops = append(h.ops, op)
 	return op.Index
@@ -89,12 +95,12 @@ func (h *History) Complete(i int, update func(*Op)) {
 	defer h.mu.Unlock()
 	op := &h.ops[i]
 	update(op)
-	op.Complete = time.Now()
+	op.Complete = h.clock.Now()
 }
 
 // Fault records an injected fault.
 func (h *History) Fault(name string) {
-	now := time.Now()
+	now := h.clock.Now()
 	h.Invoke(Op{Process: -1, Kind: OpFault, Fault: name, Outcome: OK, Invoked: now, Complete: now})
 }
 

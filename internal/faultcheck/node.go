@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // Node is one `docket serve` child process, started, killed, frozen and
@@ -24,6 +26,8 @@ type Node struct {
 	bin  string
 	args []string // serve's flags, --listen included
 	log  io.Writer
+	// clock times the waits for the process to listen and to stop.
+	clock clockwork.Clock
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -81,7 +85,7 @@ func (n *Node) Start(ctx context.Context) error {
 		n.mu.Unlock()
 		close(exited)
 	}()
-	t := time.NewTimer(startTimeout)
+	t := n.clock.NewTimer(startTimeout)
 	defer t.Stop()
 	select {
 	case <-ready:
@@ -89,7 +93,7 @@ func (n *Node) Start(ctx context.Context) error {
 	case <-exited:
 		n.reap(cmd)
 		return fmt.Errorf("node %s exited before it listened (see its log)", n.Name)
-	case <-t.C:
+	case <-t.Chan():
 	case <-ctx.Done():
 	}
 	_ = cmd.Process.Kill()
@@ -180,11 +184,11 @@ func (n *Node) Stop(grace time.Duration) error {
 	}
 	_ = n.Resume()
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
+	t := n.clock.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-exited:
-	case <-t.C:
+	case <-t.Chan():
 		_ = cmd.Process.Kill()
 		<-exited
 	}

@@ -16,13 +16,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jonboulle/clockwork"
 )
 
 // pgCluster is a local PostgreSQL cluster the checker can stop and start
 // with Debian's pg_ctlcluster.
 type pgCluster struct {
 	version, name string
-	url           string // to wait for the server to accept connections
+	url           string          // to wait for the server to accept connections
+	clock         clockwork.Clock // times the wait for a restarted cluster
 }
 
 // findPGCluster finds the cluster serving dbURL, or says why the checker
@@ -97,12 +99,12 @@ func (c *pgCluster) Start(ctx context.Context) error {
 	if err := c.ctl(ctx, "start"); err != nil && !c.accepts(ctx) {
 		return err
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := c.clock.Now().Add(60 * time.Second)
 	for !c.accepts(ctx) {
-		if time.Now().After(deadline) {
+		if c.clock.Now().After(deadline) {
 			return fmt.Errorf("PostgreSQL %s/%s does not accept connections 60 s after its start", c.version, c.name)
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := sleep(ctx, c.clock, 200*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
 	"github.com/docket-dev/docket/client"
@@ -58,7 +59,7 @@ func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, line string) (string, 
 }
 
 func TestTCPProxyResets(t *testing.T) {
-	p, err := NewTCPProxy(echoServer(t))
+	p, err := NewTCPProxy(echoServer(t), clockwork.NewRealClock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestTCPProxyResets(t *testing.T) {
 }
 
 func TestTCPProxyStallHoldsTrafficUntilHealed(t *testing.T) {
-	p, err := NewTCPProxy(echoServer(t))
+	p, err := NewTCPProxy(echoServer(t), clockwork.NewRealClock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +126,39 @@ func TestTCPProxyStallHoldsTrafficUntilHealed(t *testing.T) {
 	}
 }
 
+// A stall ends by itself when its time has passed on the proxy's clock.
+func TestTCPProxyStallEndsWhenItsTimePasses(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	p, err := NewTCPProxy(echoServer(t), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if got, err := roundTrip(t, c, r, "before"); err != nil || got != "before\n" {
+		t.Fatalf("through the proxy: %q, %v", got, err)
+	}
+	p.Stall(time.Minute)
+	if err := c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := roundTrip(t, c, r, "held"); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("during the stall: %q, %v; want the read to time out", got, err)
+	}
+	if err := c.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	if got, err := r.ReadString('\n'); err != nil || got != "held\n" {
+		t.Fatalf("after the stall's minute: %q, %v; want the held line", got, err)
+	}
+}
+
 func TestResponseDropperMakesAmbiguousCommits(t *testing.T) {
 	var committed atomic.Int32
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -134,8 +168,8 @@ func TestResponseDropperMakesAmbiguousCommits(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]any{"id": "task-1", "state": "queued"})
 	}))
 	defer upstream.Close()
-	var hist History
-	d, err := NewResponseDropper(upstream.URL, &hist, map[string]string{"key-a": "tenant-a"}, 1)
+	hist := NewHistory(clockwork.NewRealClock())
+	d, err := NewResponseDropper(upstream.URL, hist, map[string]string{"key-a": "tenant-a"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

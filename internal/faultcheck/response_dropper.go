@@ -116,7 +116,7 @@ func (d *ResponseDropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (d *ResponseDropper) recordDrop(r *http.Request, reqBody, answer []byte, batch bool) {
 	tenant := d.tenants[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
 	note := func(key, taskID string) {
-		now := time.Now()
+		now := d.hist.clock.Now()
 		d.hist.Invoke(Op{Process: -1, Kind: OpFault, Fault: FaultDropResponse, Tenant: tenant, Key: key, TaskID: taskID,
 			Outcome: OK, Status: http.StatusCreated, Invoked: now, Complete: now})
 	}

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/docket-dev/docket/client"
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
@@ -54,6 +56,10 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Progress receives a line per step; nil for none.
 	Progress io.Writer
+	// Clock times the run: the load and drain windows, the waits between
+	// faults and the stamps of the history. The servers under test keep
+	// their own clocks. Default: the real clock.
+	Clock clockwork.Clock
 }
 
 // Limits the servers under test run with: small, so that admission is
@@ -85,6 +91,9 @@ func Run(ctx context.Context, opts Options) ([]*Report, error) {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
 	if err := os.MkdirAll(opts.WorkDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -111,8 +120,9 @@ func Run(ctx context.Context, opts Options) ([]*Report, error) {
 			fmt.Fprintf(opts.Progress, "faultcheck: %s: skipped: %s\n", name, why)
 			continue
 		}
-		sc := &scenarioRun{opts: opts, name: name, postgres: postgres, rep: rep, unfinished: map[string]dockettype.State{},
-			seed: opts.Seed ^ uint64(i+1)*0x9e3779b97f4a7c15}
+		sc := &scenarioRun{opts: opts, clock: opts.Clock, hist: NewHistory(opts.Clock), name: name, postgres: postgres, rep: rep,
+			unfinished: map[string]dockettype.State{},
+			seed:       opts.Seed ^ uint64(i+1)*0x9e3779b97f4a7c15}
 		sc.run(ctx)
 	}
 	return reports, ctx.Err()
@@ -132,12 +142,13 @@ func isPostgres(db string) bool {
 // scenarioRun is one scenario: its servers, proxies, load and faults.
 type scenarioRun struct {
 	opts     Options
+	clock    clockwork.Clock
 	name     string
 	postgres bool
 	seed     uint64
 	rep      *Report
 	dir      string
-	hist     History
+	hist     *History
 
 	tenants  []string
 	keys     map[string]string // tenant → API key
@@ -198,6 +209,7 @@ func (s *scenarioRun) setup(ctx context.Context) error {
 		if pg == nil {
 			return s.skip(why)
 		}
+		pg.clock = s.clock
 		s.pg = pg
 	}
 
@@ -233,7 +245,7 @@ func (s *scenarioRun) setup(ctx context.Context) error {
 			if !ok || host == "" || strings.HasPrefix(host, "/") {
 				return s.skip("the --db URL names no TCP host and port to put a proxy in front of")
 			}
-			p, err := NewTCPProxy(net.JoinHostPort(host, fmt.Sprint(port)))
+			p, err := NewTCPProxy(net.JoinHostPort(host, fmt.Sprint(port)), s.clock)
 			if err != nil {
 				return err
 			}
@@ -264,7 +276,7 @@ func (s *scenarioRun) setup(ctx context.Context) error {
 	}
 	switch {
 	case s.name == ScenarioConnReset && !s.postgres:
-		p, err := NewTCPProxy(s.nodes[0].Addr)
+		p, err := NewTCPProxy(s.nodes[0].Addr, s.clock)
 		if err != nil {
 			return err
 		}
@@ -276,7 +288,7 @@ func (s *scenarioRun) setup(ctx context.Context) error {
 		for t, k := range s.keys {
 			tenantOf[k] = t
 		}
-		d, err := NewResponseDropper(endpoints[0], &s.hist, tenantOf, s.seed)
+		d, err := NewResponseDropper(endpoints[0], s.hist, tenantOf, s.seed)
 		if err != nil {
 			return err
 		}
@@ -332,7 +344,7 @@ func (s *scenarioRun) newNode(ctx context.Context, name, db string, skewed bool)
 		args = append(args, "--clock-offset", clockSkew.String())
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("node %s runs with its clock %s ahead", name, clockSkew))
 	}
-	return &Node{Name: name, Addr: addr, bin: s.opts.Binary, args: args, log: logf}, nil
+	return &Node{Name: name, Addr: addr, bin: s.opts.Binary, args: args, log: logf, clock: s.clock}, nil
 }
 
 // plan sets the scenario's fault schedule.
@@ -342,7 +354,7 @@ func (s *scenarioRun) plan() {
 	case ScenarioKill9:
 		s.nemesis = func(ctx context.Context, rng *mrand.Rand) error {
 			for {
-				if sleepBetween(ctx, rng, time.Second, 4*time.Second) != nil {
+				if s.sleepBetween(ctx, rng, time.Second, 4*time.Second) != nil {
 					return nil
 				}
 				n := s.nodes[rng.IntN(len(s.nodes))]
@@ -350,7 +362,7 @@ func (s *scenarioRun) plan() {
 				if err := n.Kill(); err != nil {
 					return err
 				}
-				_ = sleepBetween(context.Background(), rng, 0, time.Second)
+				_ = s.sleepBetween(context.Background(), rng, 0, time.Second)
 				if err := n.Start(context.Background()); err != nil {
 					return err
 				}
@@ -360,14 +372,14 @@ func (s *scenarioRun) plan() {
 	case ScenarioPGRestart:
 		s.nemesis = func(ctx context.Context, rng *mrand.Rand) error {
 			for {
-				if sleepBetween(ctx, rng, 2*time.Second, 5*time.Second) != nil {
+				if s.sleepBetween(ctx, rng, 2*time.Second, 5*time.Second) != nil {
 					return nil
 				}
 				s.hist.Fault(FaultPGStop)
 				if err := s.pg.Stop(context.Background()); err != nil {
 					return err
 				}
-				_ = sleepBetween(context.Background(), rng, time.Second, 3*time.Second)
+				_ = s.sleepBetween(context.Background(), rng, time.Second, 3*time.Second)
 				if err := s.pg.Start(context.Background()); err != nil {
 					return err
 				}
@@ -377,7 +389,7 @@ func (s *scenarioRun) plan() {
 	case ScenarioConnReset:
 		s.nemesis = func(ctx context.Context, rng *mrand.Rand) error {
 			for {
-				if sleepBetween(ctx, rng, 300*time.Millisecond, 1500*time.Millisecond) != nil {
+				if s.sleepBetween(ctx, rng, 300*time.Millisecond, 1500*time.Millisecond) != nil {
 					return nil
 				}
 				switch x := rng.Float64(); {
@@ -391,7 +403,7 @@ func (s *scenarioRun) plan() {
 					d := randBetween(rng, 500*time.Millisecond, ttl+time.Second)
 					s.proxy.Stall(d)
 					s.hist.Fault(FaultStall)
-					if sleep(ctx, d) != nil {
+					if sleep(ctx, s.clock, d) != nil {
 						return nil
 					}
 					if rng.IntN(2) == 0 {
@@ -412,7 +424,7 @@ func (s *scenarioRun) plan() {
 	case ScenarioPause:
 		s.nemesis = func(ctx context.Context, rng *mrand.Rand) error {
 			for {
-				if sleepBetween(ctx, rng, time.Second, 3*time.Second) != nil {
+				if s.sleepBetween(ctx, rng, time.Second, 3*time.Second) != nil {
 					return nil
 				}
 				n := s.nodes[rng.IntN(len(s.nodes))]
@@ -420,7 +432,7 @@ func (s *scenarioRun) plan() {
 					return err
 				}
 				s.hist.Fault(FaultPause + " " + n.Name)
-				_ = sleepBetween(context.Background(), rng, ttl+time.Second, 2*ttl+time.Second)
+				_ = s.sleepBetween(context.Background(), rng, ttl+time.Second, 2*ttl+time.Second)
 				if err := n.Resume(); err != nil {
 					return err
 				}
@@ -440,16 +452,16 @@ func (s *scenarioRun) plan() {
 // key and checks.
 func (s *scenarioRun) exercise(ctx context.Context) error {
 	s.progress("%s, %d node(s), load for %s, seed %d, work dir %s", storeKind(s.postgres), len(s.nodes), s.opts.Duration, s.opts.Seed, s.dir)
-	wl := newWorkload(&s.hist, s.via, "k", s.seed)
+	wl := newWorkload(s.hist, s.via, "k", s.seed)
 	loadCtx, stopLoad := context.WithTimeout(ctx, s.opts.Duration)
 	defer stopLoad()
-	start := time.Now()
+	start := s.clock.Now()
 	var nemesisErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { nemesisErr = s.nemesis(loadCtx, mrand.New(mrand.NewPCG(s.seed, 0xfa17))) })
 	wg.Go(func() {
 		wl.run(loadCtx, s.opts.Clients)
-		s.rep.LoadSeconds = time.Since(start).Seconds()
+		s.rep.LoadSeconds = s.clock.Since(start).Seconds()
 	})
 	wg.Wait()
 	healErr := s.heal()
@@ -468,7 +480,7 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 		return fmt.Errorf("heal: %w", healErr)
 	}
 	s.progress("load done after %.1f s, faults healed after %.1f s: %d calls; faults %s",
-		s.rep.LoadSeconds, time.Since(start).Seconds(), len(s.hist.Ops()), formatCounts(s.rep.Faults))
+		s.rep.LoadSeconds, s.clock.Since(start).Seconds(), len(s.hist.Ops()), formatCounts(s.rep.Faults))
 
 	st, err := s.opts.OpenStore(ctx, s.opts.DB)
 	if err != nil {
@@ -505,7 +517,7 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 	for _, tc := range s.direct {
 		clients[tc.tenant] = tc.via[0]
 	}
-	api, err := ReadAPI(ctx, clients, want)
+	api, err := ReadAPI(ctx, s.clock, clients, want)
 	if err != nil {
 		return fmt.Errorf("read the API: %w", err)
 	}
@@ -595,7 +607,7 @@ func (s *scenarioRun) heal() error {
 // the drain timeout passes; then it notes the tasks still unfinished (the
 // check reports them stuck, whatever becomes of them later).
 func (s *scenarioRun) drain(ctx context.Context, st store.Store) error {
-	start := time.Now()
+	start := s.clock.Now()
 	deadline := start.Add(s.opts.DrainTimeout)
 	for {
 		left := map[string]dockettype.State{}
@@ -612,10 +624,10 @@ func (s *scenarioRun) drain(ctx context.Context, st store.Store) error {
 			}
 		}
 		if len(left) == 0 && !failed {
-			s.progress("drained in %.1f s", time.Since(start).Seconds())
+			s.progress("drained in %.1f s", s.clock.Since(start).Seconds())
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if s.clock.Now().After(deadline) {
 			s.progress("%d tasks still unfinished %s after the faults healed", len(left), s.opts.DrainTimeout)
 			for id, state := range left {
 				if _, ok := s.unfinished[id]; !ok {
@@ -624,7 +636,7 @@ func (s *scenarioRun) drain(ctx context.Context, st store.Store) error {
 			}
 			return nil
 		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := sleep(ctx, s.clock, 250*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -665,13 +677,13 @@ func (s *scenarioRun) resolve(ctx context.Context, wl *workload) error {
 				// Every fault is healed: a key left without a definite
 				// answer for a minute is a finding of its own (and its task,
 				// if any, one no answer explains).
-				give := time.Now().Add(time.Minute)
+				give := s.clock.Now().Add(time.Minute)
 				for try := 1; ; try++ {
 					op := wl.submit(ctx, -1, direct[j.k.tenant], j.k.tenant, j.p, PhaseResolve)
-					if op.Outcome != Indeterminate || ctx.Err() != nil || time.Now().After(give) {
+					if op.Outcome != Indeterminate || ctx.Err() != nil || s.clock.Now().After(give) {
 						break
 					}
-					_ = sleep(ctx, min(time.Duration(try)*200*time.Millisecond, 2*time.Second))
+					_ = sleep(ctx, s.clock, min(time.Duration(try)*200*time.Millisecond, 2*time.Second))
 				}
 			}
 		})
@@ -764,8 +776,8 @@ func randBetween(rng *mrand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
 }
 
-func sleepBetween(ctx context.Context, rng *mrand.Rand, lo, hi time.Duration) error {
-	return sleep(ctx, randBetween(rng, lo, hi))
+func (s *scenarioRun) sleepBetween(ctx context.Context, rng *mrand.Rand, lo, hi time.Duration) error {
+	return sleep(ctx, s.clock, randBetween(rng, lo, hi))
 }
 
 // redactOutput keeps a command's output short and free of credentials (the

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/docket-dev/docket/client"
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
@@ -61,7 +63,7 @@ func ReadStore(ctx context.Context, st store.Reader, tenants []string, extra map
 
 // ReadAPI reads the tasks of want (task ID → tenant) over HTTP with each
 // tenant's client. A task answered 404 is absent from the answer.
-func ReadAPI(ctx context.Context, clients map[string]*client.Client, want map[string]string) (map[string]*TaskView, error) {
+func ReadAPI(ctx context.Context, clock clockwork.Clock, clients map[string]*client.Client, want map[string]string) (map[string]*TaskView, error) {
 	return readEach(ctx, want, func(ctx context.Context, id, tenant string) (*TaskView, error) {
 		c, ok := clients[tenant]
 		if !ok {
@@ -69,7 +71,7 @@ func ReadAPI(ctx context.Context, clients map[string]*client.Client, want map[st
 		}
 		var t *dockettype.Task
 		var evs []dockettype.Event
-		err := retryRead(ctx, func(ctx context.Context) error {
+		err := retryRead(ctx, clock, func(ctx context.Context) error {
 			var err error
 			if t, err = c.Get(ctx, id); err != nil {
 				return err
@@ -89,7 +91,7 @@ func ReadAPI(ctx context.Context, clients map[string]*client.Client, want map[st
 
 // retryRead retries a read a few times: the checker's reads come after
 // every fault is healed, but a node may still be settling.
-func retryRead(ctx context.Context, read func(context.Context) error) error {
+func retryRead(ctx context.Context, clock clockwork.Clock, read func(context.Context) error) error {
 	var err error
 	for i := range 5 {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -98,7 +100,7 @@ func retryRead(ctx context.Context, read func(context.Context) error) error {
 		if err == nil || client.IsCode(err, dockettype.CodeNotFound) || ctx.Err() != nil {
 			return err
 		}
-		if err := sleep(ctx, time.Duration(i+1)*200*time.Millisecond); err != nil {
+		if err := sleep(ctx, clock, time.Duration(i+1)*200*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -150,11 +152,11 @@ feed:
 }
 
 // sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+func sleep(ctx context.Context, clock clockwork.Clock, d time.Duration) error {
+	t := clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.Chan():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

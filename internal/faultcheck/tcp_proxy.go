@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // TCPProxy forwards TCP connections from its own loopback address to a
@@ -15,12 +17,13 @@ import (
 type TCPProxy struct {
 	ln     net.Listener
 	target string
-	done   chan struct{} // closed by Close
+	clock  clockwork.Clock // ends stalls
+	done   chan struct{}   // closed by Close
 
 	mu      sync.Mutex
 	conns   map[*proxyPair]struct{}
 	gate    chan struct{} // closed while traffic flows; open during a stall
-	stallTo *time.Timer
+	stallTo clockwork.Timer
 	closed  bool
 	resets  int
 	stalls  int
@@ -51,14 +54,14 @@ func (p *proxyPair) close(rst bool) {
 }
 
 // NewTCPProxy listens on a free loopback port and forwards to target.
-func NewTCPProxy(target string) (*TCPProxy, error) {
+func NewTCPProxy(target string, clock clockwork.Clock) (*TCPProxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	flowing := make(chan struct{})
 	close(flowing)
-	p := &TCPProxy{ln: ln, target: target, done: make(chan struct{}), conns: map[*proxyPair]struct{}{}, gate: flowing}
+	p := &TCPProxy{ln: ln, target: target, clock: clock, done: make(chan struct{}), conns: map[*proxyPair]struct{}{}, gate: flowing}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -207,7 +210,7 @@ func (p *TCPProxy) Stall(d time.Duration) {
 		p.stallTo.Stop()
 	}
 	gate := p.gate
-	p.stallTo = time.AfterFunc(d, func() {
+	p.stallTo = p.clock.AfterFunc(d, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.gate == gate {

@@ -131,7 +131,7 @@ func (w *workload) submitUntilAnswered(ctx context.Context, p int, rng *rand.Ran
 		if op.Outcome == Failed && !retryable(op.Code) {
 			return ""
 		}
-		if sleep(ctx, time.Duration(20+rng.IntN(200))*time.Millisecond) != nil {
+		if sleep(ctx, w.hist.clock, time.Duration(20+rng.IntN(200))*time.Millisecond) != nil {
 			return ""
 		}
 	}
@@ -173,7 +173,7 @@ func (w *workload) batch(ctx context.Context, p int, rng *rand.Rand, tc *tenantC
 		items = append(items, w.newParams(rng, tc, fmt.Sprintf("%s-p%d-%d-b%d", w.prefix, p, n, j)))
 	}
 	idx := make([]int, len(items))
-	now := time.Now()
+	now := w.hist.clock.Now()
 	for j, it := range items {
 		idx[j] = w.hist.Invoke(Op{Process: p, Kind: OpSubmit, Phase: PhaseLoad, Tenant: tc.tenant, Key: it.IdempotencyKey, Invoked: now})
 	}
