@@ -81,18 +81,6 @@ func (t *txn) commit() error {
 	return nil
 }
 
-// flush sends the pending statements.
-func (t *txn) flush() error {
-	if len(t.pending.QueuedQueries) == 0 {
-		return nil
-	}
-	br, err := t.send(&pgx.Batch{})
-	if err != nil {
-		return err
-	}
-	return br.Close()
-}
-
 // query runs one statement after the pending ones and returns its rows.
 func (t *txn) query(sql string, args ...any) (pgx.Rows, error) {
 	if len(t.pending.QueuedQueries) == 0 {
