@@ -93,22 +93,27 @@ func TestTCPProxyResets(t *testing.T) {
 	}
 }
 
-func TestTCPProxyStallHoldsTrafficUntilHealed(t *testing.T) {
-	p, err := NewTCPProxy(echoServer(t), clockwork.NewRealClock())
+// stalledProxy starts a proxy on clock in front of an echo server, sends a
+// line through it, stalls it for d and checks that a second line ("held")
+// does not come back while it stalls. It returns the proxy and the reader
+// on which the held line arrives once the stall ends.
+func stalledProxy(t *testing.T, clock clockwork.Clock, d time.Duration) (*TCPProxy, *bufio.Reader) {
+	t.Helper()
+	p, err := NewTCPProxy(echoServer(t), clock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	r := bufio.NewReader(c)
 	if got, err := roundTrip(t, c, r, "before"); err != nil || got != "before\n" {
 		t.Fatalf("through the proxy: %q, %v", got, err)
 	}
-	p.Stall(time.Hour)
+	p.Stall(d)
 	// Nothing comes back while the proxy stalls (a bounded wait for
 	// something that must not happen).
 	if err := c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
@@ -120,6 +125,11 @@ func TestTCPProxyStallHoldsTrafficUntilHealed(t *testing.T) {
 	if err := c.SetReadDeadline(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
+	return p, r
+}
+
+func TestTCPProxyStallHoldsTrafficUntilHealed(t *testing.T) {
+	p, r := stalledProxy(t, clockwork.NewRealClock(), time.Hour)
 	p.Heal()
 	if got, err := r.ReadString('\n'); err != nil || got != "held\n" {
 		t.Fatalf("after the stall: %q, %v; want the held line", got, err)
@@ -129,30 +139,7 @@ func TestTCPProxyStallHoldsTrafficUntilHealed(t *testing.T) {
 // A stall ends by itself when its time has passed on the proxy's clock.
 func TestTCPProxyStallEndsWhenItsTimePasses(t *testing.T) {
 	clock := clockwork.NewFakeClock()
-	p, err := NewTCPProxy(echoServer(t), clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	if got, err := roundTrip(t, c, r, "before"); err != nil || got != "before\n" {
-		t.Fatalf("through the proxy: %q, %v", got, err)
-	}
-	p.Stall(time.Minute)
-	if err := c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := roundTrip(t, c, r, "held"); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("during the stall: %q, %v; want the read to time out", got, err)
-	}
-	if err := c.SetReadDeadline(time.Time{}); err != nil {
-		t.Fatal(err)
-	}
+	_, r := stalledProxy(t, clock, time.Minute)
 	clock.Advance(time.Minute)
 	if got, err := r.ReadString('\n'); err != nil || got != "held\n" {
 		t.Fatalf("after the stall's minute: %q, %v; want the held line", got, err)

@@ -120,7 +120,7 @@ func Run(ctx context.Context, opts Options) ([]*Report, error) {
 			fmt.Fprintf(opts.Progress, "faultcheck: %s: skipped: %s\n", name, why)
 			continue
 		}
-		sc := &scenarioRun{opts: opts, clock: opts.Clock, hist: NewHistory(opts.Clock), name: name, postgres: postgres, rep: rep,
+		sc := &scenarioRun{opts: opts, hist: NewHistory(opts.Clock), name: name, postgres: postgres, rep: rep,
 			unfinished: map[string]dockettype.State{},
 			seed:       opts.Seed ^ uint64(i+1)*0x9e3779b97f4a7c15}
 		sc.run(ctx)
@@ -142,7 +142,6 @@ func isPostgres(db string) bool {
 // scenarioRun is one scenario: its servers, proxies, load and faults.
 type scenarioRun struct {
 	opts     Options
-	clock    clockwork.Clock
 	name     string
 	postgres bool
 	seed     uint64
@@ -209,7 +208,7 @@ func (s *scenarioRun) setup(ctx context.Context) error {
 		if pg == nil {
 			return s.skip(why)
 		}
-		pg.clock = s.clock
+		pg.clock = s.opts.Clock
 		s.pg = pg
 	}
 
@@ -245,7 +244,7 @@ func (s *scenarioRun) setup(ctx context.Context) error {
 			if !ok || host == "" || strings.HasPrefix(host, "/") {
 				return s.skip("the --db URL names no TCP host and port to put a proxy in front of")
 			}
-			p, err := NewTCPProxy(net.JoinHostPort(host, fmt.Sprint(port)), s.clock)
+			p, err := NewTCPProxy(net.JoinHostPort(host, fmt.Sprint(port)), s.opts.Clock)
 			if err != nil {
 				return err
 			}
@@ -276,7 +275,7 @@ func (s *scenarioRun) setup(ctx context.Context) error {
 	}
 	switch {
 	case s.name == ScenarioConnReset && !s.postgres:
-		p, err := NewTCPProxy(s.nodes[0].Addr, s.clock)
+		p, err := NewTCPProxy(s.nodes[0].Addr, s.opts.Clock)
 		if err != nil {
 			return err
 		}
@@ -344,7 +343,7 @@ func (s *scenarioRun) newNode(ctx context.Context, name, db string, skewed bool)
 		args = append(args, "--clock-offset", clockSkew.String())
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("node %s runs with its clock %s ahead", name, clockSkew))
 	}
-	return &Node{Name: name, Addr: addr, bin: s.opts.Binary, args: args, log: logf, clock: s.clock}, nil
+	return &Node{Name: name, Addr: addr, bin: s.opts.Binary, args: args, log: logf, clock: s.opts.Clock}, nil
 }
 
 // plan sets the scenario's fault schedule.
@@ -403,7 +402,7 @@ func (s *scenarioRun) plan() {
 					d := randBetween(rng, 500*time.Millisecond, ttl+time.Second)
 					s.proxy.Stall(d)
 					s.hist.Fault(FaultStall)
-					if sleep(ctx, s.clock, d) != nil {
+					if sleep(ctx, s.opts.Clock, d) != nil {
 						return nil
 					}
 					if rng.IntN(2) == 0 {
@@ -453,15 +452,19 @@ func (s *scenarioRun) plan() {
 func (s *scenarioRun) exercise(ctx context.Context) error {
 	s.progress("%s, %d node(s), load for %s, seed %d, work dir %s", storeKind(s.postgres), len(s.nodes), s.opts.Duration, s.opts.Seed, s.dir)
 	wl := newWorkload(s.hist, s.via, "k", s.seed)
-	loadCtx, stopLoad := context.WithTimeout(ctx, s.opts.Duration)
+	// The load window ends on the run's clock (context.WithTimeout would
+	// end it on the real one).
+	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
-	start := s.clock.Now()
+	window := s.opts.Clock.AfterFunc(s.opts.Duration, stopLoad)
+	defer window.Stop()
+	start := s.opts.Clock.Now()
 	var nemesisErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { nemesisErr = s.nemesis(loadCtx, mrand.New(mrand.NewPCG(s.seed, 0xfa17))) })
 	wg.Go(func() {
 		wl.run(loadCtx, s.opts.Clients)
-		s.rep.LoadSeconds = s.clock.Since(start).Seconds()
+		s.rep.LoadSeconds = s.opts.Clock.Since(start).Seconds()
 	})
 	wg.Wait()
 	healErr := s.heal()
@@ -480,7 +483,7 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 		return fmt.Errorf("heal: %w", healErr)
 	}
 	s.progress("load done after %.1f s, faults healed after %.1f s: %d calls; faults %s",
-		s.rep.LoadSeconds, s.clock.Since(start).Seconds(), len(s.hist.Ops()), formatCounts(s.rep.Faults))
+		s.rep.LoadSeconds, s.opts.Clock.Since(start).Seconds(), len(s.hist.Ops()), formatCounts(s.rep.Faults))
 
 	st, err := s.opts.OpenStore(ctx, s.opts.DB)
 	if err != nil {
@@ -517,7 +520,7 @@ func (s *scenarioRun) exercise(ctx context.Context) error {
 	for _, tc := range s.direct {
 		clients[tc.tenant] = tc.via[0]
 	}
-	api, err := ReadAPI(ctx, s.clock, clients, want)
+	api, err := ReadAPI(ctx, s.opts.Clock, clients, want)
 	if err != nil {
 		return fmt.Errorf("read the API: %w", err)
 	}
@@ -607,7 +610,7 @@ func (s *scenarioRun) heal() error {
 // the drain timeout passes; then it notes the tasks still unfinished (the
 // check reports them stuck, whatever becomes of them later).
 func (s *scenarioRun) drain(ctx context.Context, st store.Store) error {
-	start := s.clock.Now()
+	start := s.opts.Clock.Now()
 	deadline := start.Add(s.opts.DrainTimeout)
 	for {
 		left := map[string]dockettype.State{}
@@ -624,10 +627,10 @@ func (s *scenarioRun) drain(ctx context.Context, st store.Store) error {
 			}
 		}
 		if len(left) == 0 && !failed {
-			s.progress("drained in %.1f s", s.clock.Since(start).Seconds())
+			s.progress("drained in %.1f s", s.opts.Clock.Since(start).Seconds())
 			return nil
 		}
-		if s.clock.Now().After(deadline) {
+		if s.opts.Clock.Now().After(deadline) {
 			s.progress("%d tasks still unfinished %s after the faults healed", len(left), s.opts.DrainTimeout)
 			for id, state := range left {
 				if _, ok := s.unfinished[id]; !ok {
@@ -636,7 +639,7 @@ func (s *scenarioRun) drain(ctx context.Context, st store.Store) error {
 			}
 			return nil
 		}
-		if err := sleep(ctx, s.clock, 250*time.Millisecond); err != nil {
+		if err := sleep(ctx, s.opts.Clock, 250*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -677,13 +680,13 @@ func (s *scenarioRun) resolve(ctx context.Context, wl *workload) error {
 				// Every fault is healed: a key left without a definite
 				// answer for a minute is a finding of its own (and its task,
 				// if any, one no answer explains).
-				give := s.clock.Now().Add(time.Minute)
+				give := s.opts.Clock.Now().Add(time.Minute)
 				for try := 1; ; try++ {
 					op := wl.submit(ctx, -1, direct[j.k.tenant], j.k.tenant, j.p, PhaseResolve)
-					if op.Outcome != Indeterminate || ctx.Err() != nil || s.clock.Now().After(give) {
+					if op.Outcome != Indeterminate || ctx.Err() != nil || s.opts.Clock.Now().After(give) {
 						break
 					}
-					_ = sleep(ctx, s.clock, min(time.Duration(try)*200*time.Millisecond, 2*time.Second))
+					_ = sleep(ctx, s.opts.Clock, min(time.Duration(try)*200*time.Millisecond, 2*time.Second))
 				}
 			}
 		})
@@ -777,7 +780,7 @@ func randBetween(rng *mrand.Rand, lo, hi time.Duration) time.Duration {
 }
 
 func (s *scenarioRun) sleepBetween(ctx context.Context, rng *mrand.Rand, lo, hi time.Duration) error {
-	return sleep(ctx, s.clock, randBetween(rng, lo, hi))
+	return sleep(ctx, s.opts.Clock, randBetween(rng, lo, hi))
 }
 
 // redactOutput keeps a command's output short and free of credentials (the
