@@ -114,6 +114,8 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	clock   clockwork.Clock
+
+	listening chan struct{} // closed once Start has opened the listener
 }
 
 // DefaultTenantLimit is the in-flight limit of a tenant created on first
@@ -166,7 +168,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	clock := newClock(cfg.ClockOffset)
-	s := &Server{cfg: cfg, store: st, log: cfg.Logger, metrics: metrics.New(), clock: clock}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, metrics: metrics.New(), clock: clock, listening: make(chan struct{})}
 	var provider quality.Provider
 	switch cfg.Mode {
 	case ModeDemo:
@@ -261,6 +263,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	ln = httpapi.LimitListener(ln, s.cfg.MaxConnections, s.metrics.HTTPConnections)
 	s.ln = ln
+	close(s.listening)
 	go func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server stopped", "code", dockettype.CodeInternal)
@@ -270,6 +273,10 @@ func (s *Server) Start(ctx context.Context) error {
 		"max_connections", s.cfg.MaxConnections)
 	return nil
 }
+
+// Listening is closed once the server listens: Addr and URL are then set.
+// A program that calls Run on a goroutine waits on it before it uses URL.
+func (s *Server) Listening() <-chan struct{} { return s.listening }
 
 // Addr is the address the server listens on (after Start).
 func (s *Server) Addr() string {

@@ -49,12 +49,14 @@ type serverProc struct {
 var keyRE = regexp.MustCompile(`dk_[a-z0-9]+`)
 
 // startServer runs `docket serve` and waits until it listens. On the first
-// start it reads the demo key from stdout.
-func startServer(t *testing.T, bin, db, addr string, wantKey bool) *serverProc {
+// start it reads the demo key from stdout. extra flags follow the test's
+// defaults (a later flag wins).
+func startServer(t *testing.T, bin, db, addr string, wantKey bool, extra ...string) *serverProc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--db", db, "--listen", addr,
+	args := append([]string{"serve", "--db", db, "--listen", addr,
 		"--lease-ttl", "1500ms", "--heartbeat-interval", "300ms", "--recovery-interval", "200ms",
-		"--deadline-interval", "200ms", "--online-workers", "8")
+		"--deadline-interval", "200ms", "--online-workers", "8"}, extra...)
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -47,8 +48,13 @@ type completer struct {
 	retrying *testSignal[dockettype.Pool]
 	written  *testSignal[outcome]
 
-	in      chan *finishRequest
-	stopped *signal // fired when Stop begins: late outcomes are dropped
+	in chan *finishRequest
+	// handoff orders enqueue against Stop: an enqueue holds it shared for
+	// its send, Stop takes it exclusively to mark the completer stopped,
+	// so every outcome handed over before that is in the channel when the
+	// loop drains it, and none is handed over after.
+	handoff sync.RWMutex
+	stopped bool
 	loop    startstop.Loop
 }
 
@@ -96,33 +102,39 @@ func newCompleter(base baseService, pool dockettype.Pool, st finisher, leases *l
 		retrying:     &sig.retrying,
 		written:      &sig.outcome,
 		in:           make(chan *finishRequest, 4*cfg.Batch),
-		stopped:      newSignal(),
 	}
 }
 
-func (c *completer) Start(ctx context.Context) error { return c.loop.Start(ctx, c.run) }
+func (c *completer) Start(ctx context.Context) error {
+	c.handoff.Lock()
+	defer c.handoff.Unlock()
+	c.stopped = false
+	return c.loop.Start(ctx, c.run)
+}
 
+// Stop refuses further outcomes, then writes every one already handed over
+// (one attempt each: see drain) and returns. The service stops the pools
+// first, so only an abandoned worker can still hand one over.
 func (c *completer) Stop() {
-	c.stopped.fire()
+	c.handoff.Lock()
+	c.stopped = true
+	c.handoff.Unlock()
 	c.loop.Stop()
 }
 
 // enqueue hands an outcome over. It blocks only while FinishBatch×4
-// outcomes are already waiting (back-pressure on this pool's workers). Once
-// the completer stops it drops the outcome and reports false: the lease
-// lapses and recovery runs the task again.
+// outcomes are already waiting (back-pressure on this pool's workers; the
+// loop keeps draining them, so Stop waits at most for that send). Once the
+// completer has stopped it reports false and takes nothing: the caller's
+// lease lapses and recovery runs the task again.
 func (c *completer) enqueue(r *finishRequest) bool {
-	select {
-	case <-c.stopped.done():
-		return false
-	default:
-	}
-	select {
-	case c.in <- r:
-		return true
-	case <-c.stopped.done():
+	c.handoff.RLock()
+	defer c.handoff.RUnlock()
+	if c.stopped || !c.loop.Running() {
 		return false
 	}
+	c.in <- r
+	return true
 }
 
 func (c *completer) run(ctx context.Context) {

@@ -675,3 +675,63 @@ func TestExecutionServiceStopAbandonsStuckWorker(t *testing.T) {
 	}
 	assertHistoryValid(t, h2, alice, task.ID)
 }
+
+// TestExecutionServiceStopAfterStartContextEnds is the shutdown `docket
+// serve` and Server.Run perform: the context given to Start is cancelled
+// (SIGTERM) before Stop. The service keeps running until Stop and then
+// stops in its own order: a task that finishes inside the grace period has
+// its outcome written, one still running after it is handed back with a
+// shutdown event, its attempt not charged.
+func TestExecutionServiceStopAfterStartContextEnds(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(h *harness, c *Config) { c.ShutdownGrace = 10 * time.Second })
+	running := make(chan string, 2)
+	finish := h.gate()
+	h.rt.register("test.short", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		running <- inv.Task.ID
+		<-finish.C
+		return json.RawMessage(`"done"`), nil
+	})
+	h.rt.register("test.long", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		running <- inv.Task.ID
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	outcomes := h.watchOutcomes()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := h.svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short := h.submit(alice, "short", "test.short", `1`)
+	long := h.submit(alice, "long", "test.long", `1`)
+	awaitN(t, "both tasks to run", running, 2)
+	cancel() // the signal arrives
+	stopped := make(chan struct{})
+	go func() {
+		h.svc.Stop()
+		close(stopped)
+	}()
+	grace := await(t, "the grace timer", h.svc.signals.grace.ch)
+	finish.open() // the short task finishes inside the grace period
+	awaitOutcome(t, outcomes, short.ID, outcomeApplied)
+	h.clock.Advance(grace.D)
+	await(t, "Stop to return", stopped)
+
+	if got := h.get(alice, short.ID); got.State != dockettype.StateSucceeded || string(got.Result) != `"done"` {
+		t.Errorf("the task that finished in the grace period is %s %s, want succeeded", got.State, got.Result)
+	}
+	got := h.get(alice, long.ID)
+	if got.State != dockettype.StateQueued || got.Attempt != 0 {
+		t.Errorf("the task cut short is %s attempt %d, want queued, the attempt not charged", got.State, got.Attempt)
+	}
+	events, err := h.svc.Events(context.Background(), alice, long.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := events[len(events)-1]; last.To != dockettype.StateQueued || last.Code != dockettype.CodeShutdown {
+		t.Errorf("last event of the task cut short %+v, want running→queued with code shutdown", last)
+	}
+	if n := metric(h.svc.metrics.OutcomesDropped, "online", "stopping"); n != 0 {
+		t.Errorf("outcomes dropped = %v, want 0", n)
+	}
+}

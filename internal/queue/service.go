@@ -114,6 +114,12 @@ func (s *Service) Metrics() *metrics.Metrics { return s.metrics }
 
 // Start starts admission, each pool with its own completer, and the three
 // schedulers, each on its own store fork (its connection budget).
+//
+// ctx bounds the start (the clock sync) and gives its values to the
+// running parts, not its lifetime: only Stop stops them, in its order. A
+// caller that cancels ctx on SIGTERM and then calls Stop (as `docket
+// serve` and Server.Run do) still gets the grace period, the released
+// leases and every outcome written.
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,6 +138,7 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	life := context.WithoutCancel(ctx)
 	starts := []func(context.Context) error{s.admitter.Start}
 	for _, p := range dockettype.Pools {
 		starts = append(starts, r.completers[p].Start, r.pools[p].Start)
@@ -147,7 +154,7 @@ func (s *Service) Start(ctx context.Context) error {
 		starts = append(starts, r.clockSync.Start)
 	}
 	for _, start := range starts {
-		if err := start(ctx); err != nil {
+		if err := start(life); err != nil {
 			s.stopAll(r)
 			return err
 		}
