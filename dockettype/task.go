@@ -65,9 +65,13 @@ type Evidence struct {
 type Role string
 
 const (
-	RoleMember Role = "member"
-	RoleAdmin  Role = "admin"
+	RoleMember Role = "member" // the tasks of its own tenant
+	RoleAdmin  Role = "admin"  // the operator of the whole service, plus its own tenant's tasks
+	RoleWorker Role = "worker" // a remote worker: claims and finishes tasks (/v1/worker/*) only
 )
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return r == RoleMember || r == RoleAdmin || r == RoleWorker }
 
 // Principal is the authenticated caller: the server derives it from the API
 // key and never from the request body.
@@ -75,6 +79,10 @@ type Principal struct {
 	Tenant string
 	Name   string
 	Role   Role
+	// KeyID is the ID of the API key the caller presented.
+	KeyID string
+	// AllTenants: a worker key that serves every tenant's tasks.
+	AllTenants bool
 }
 
 // EvidenceItem is one piece of evidence as a workflow writes it.

@@ -77,7 +77,7 @@ func raceReadyCount(t *testing.T, s store.Store, rounds int) {
 		return id, nil
 	}
 	claimAndFinish := func(st store.Store, owner string) (int, error) {
-		got, err := st.Claim(ctx, &store.ClaimParams{Now: now, Pool: dockettype.PoolOnline, Owner: owner, Limit: 4, LeaseTTL: time.Hour})
+		got, err := st.Claim(ctx, &store.ClaimParams{Now: now, Queue: store.PoolQueue(dockettype.PoolOnline), Owner: owner, Limit: 4, LeaseTTL: time.Hour})
 		if err != nil {
 			return 0, err
 		}

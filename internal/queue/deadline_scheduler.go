@@ -54,7 +54,7 @@ func (d *DeadlineScheduler) batch(ctx context.Context) (more bool, err error) {
 	}
 	for _, e := range expired {
 		d.metrics.DeadlineTimeouts.WithLabelValues(string(e.State)).Inc()
-		d.metrics.TerminalOutcomes.WithLabelValues(string(e.Pool), string(dockettype.StateTimedOut)).Inc()
+		d.metrics.TerminalOutcomes.WithLabelValues(string(e.Queue.Pool()), string(dockettype.StateTimedOut)).Inc()
 		if e.State == dockettype.StateRunning {
 			d.leases.stop(e.Lease, errTimedOut)
 		}

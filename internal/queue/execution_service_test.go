@@ -297,7 +297,7 @@ func TestExecutionServiceFencing(t *testing.T) {
 	task := h.submit(alice, "f", "test.echo", `1`)
 	ctx := context.Background()
 	claim := func() *store.ClaimedTask {
-		c, err := h.store.Claim(ctx, &store.ClaimParams{Now: h.clock.Now(), Pool: dockettype.PoolOnline, Owner: "w", Limit: 1, LeaseTTL: h.svc.cfg.LeaseTTL})
+		c, err := h.store.Claim(ctx, &store.ClaimParams{Now: h.clock.Now(), Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "w", Limit: 1, LeaseTTL: h.svc.cfg.LeaseTTL})
 		if err != nil || len(c) != 1 {
 			t.Fatalf("claim: %v %v", c, err)
 		}

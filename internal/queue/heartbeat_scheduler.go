@@ -12,7 +12,7 @@ import (
 
 // leaseRenewer is the store call the heartbeat scheduler makes.
 type leaseRenewer interface {
-	Heartbeat(ctx context.Context, params *store.HeartbeatParams) (refused []store.Lease, err error)
+	Heartbeat(ctx context.Context, params *store.HeartbeatParams) (refused []store.RefusedLease, err error)
 }
 
 // HeartbeatScheduler renews the leases this node holds, in batches, fenced
@@ -51,7 +51,7 @@ func (h *HeartbeatScheduler) tick(ctx context.Context) error {
 			continue
 		}
 		for _, l := range refused {
-			if h.leases.stop(l, errLeaseLost) {
+			if h.leases.stop(l.Lease, errLeaseLost) {
 				h.metrics.FencingRejections.WithLabelValues("heartbeat").Inc()
 				h.log.InfoContext(ctx, "lease renewal refused; worker stopped", "code", dockettype.CodeStaleLease, "task_id", l.TaskID)
 			}

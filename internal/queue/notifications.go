@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 
-	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/startstop"
 	"github.com/docket-dev/docket/internal/store"
 )
@@ -16,12 +15,12 @@ import (
 type notificationListener struct {
 	baseService
 	store   store.Listener
-	wakeups map[dockettype.Pool]*wakeup
+	wakeups *queueWakeups
 	waiters *waiters
 	loop    startstop.Loop
 }
 
-func newNotificationListener(base baseService, st store.Listener, wakeups map[dockettype.Pool]*wakeup, w *waiters) *notificationListener {
+func newNotificationListener(base baseService, st store.Listener, wakeups *queueWakeups, w *waiters) *notificationListener {
 	return &notificationListener{baseService: base, store: st, wakeups: wakeups, waiters: w}
 }
 
@@ -30,8 +29,8 @@ func (l *notificationListener) Stop()                           { l.loop.Stop() 
 
 func (l *notificationListener) run(ctx context.Context) {
 	_ = l.store.Listen(ctx, func(n store.Notification) {
-		if w, ok := l.wakeups[n.Ready]; ok {
-			w.wake()
+		if n.Ready != "" {
+			l.wakeups.wake(n.Ready)
 		}
 		for _, id := range n.Finished {
 			l.waiters.notify(id)

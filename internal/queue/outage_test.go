@@ -34,7 +34,7 @@ func TestExecutionServiceWorkerPanic(t *testing.T) {
 		t.Fatalf("retries{worker_panic} = %v, want 1", n)
 	}
 	h.clock.Advance(2 * h.svc.cfg.RetryBackoffBase) // past the backoff
-	h.svc.wake(dockettype.PoolOnline)
+	h.svc.wake(store.PoolQueue(dockettype.PoolOnline))
 	got := h.waitTerminal(alice, task.ID, dockettype.StateFailed)
 	if got.Error == nil || got.Error.Code != dockettype.CodeWorkerPanic || got.Attempt != 2 {
 		t.Fatalf("after two panics: %+v attempt %d, want failed/worker_panic after 2 attempts", got.Error, got.Attempt)

@@ -199,7 +199,7 @@ func (p *pool) claim(ctx context.Context, limit int) ([]*store.ClaimedTask, erro
 	defer cancel()
 	now := p.clock.Now()
 	claimed, err := p.store.Claim(qctx, &store.ClaimParams{
-		Now: now, Pool: p.name, Owner: p.cfg.NodeID, Limit: limit, LeaseTTL: p.cfg.LeaseTTL,
+		Now: now, Queue: store.PoolQueue(p.name), Owner: p.cfg.NodeID, Limit: limit, LeaseTTL: p.cfg.LeaseTTL,
 	})
 	if err != nil {
 		return nil, err

@@ -24,12 +24,12 @@ type RecoveryScheduler struct {
 	store   leaseRecoverer
 	leases  *leaseRegistry
 	waiters *waiters
-	wakeups []*wakeup // the pools to wake when tasks are requeued
+	wakeups *queueWakeups // the claimers to wake when tasks are requeued
 	scan    scanConfig
 }
 
 func newRecoveryScheduler(base baseService, cfg schedulerConfig, scan scanConfig, st leaseRecoverer,
-	leases *leaseRegistry, w *waiters, wakeups []*wakeup, m *metrics.Metrics, sig *schedulerSignals) *RecoveryScheduler {
+	leases *leaseRegistry, w *waiters, wakeups *queueWakeups, m *metrics.Metrics, sig *schedulerSignals) *RecoveryScheduler {
 	r := &RecoveryScheduler{store: st, leases: leases, waiters: w, wakeups: wakeups, scan: scan}
 	r.schedulerLoop = newSchedulerLoop(base, cfg, m, sig, r.tick)
 	return r
@@ -64,8 +64,12 @@ func (r *RecoveryScheduler) batch(ctx context.Context) (more bool, err error) {
 		r.waiters.notify(l.TaskID)
 	}
 	if res.Requeued > 0 {
-		for _, w := range r.wakeups {
-			w.wake()
+		queues := map[store.Queue]bool{}
+		for _, e := range found {
+			queues[e.Queue] = true
+		}
+		for q := range queues {
+			r.wakeups.wake(q)
 		}
 	}
 	return len(found) == r.scan.Batch, nil

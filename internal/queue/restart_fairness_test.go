@@ -36,7 +36,7 @@ func TestExecutionServiceRestart(t *testing.T) {
 		all = append(all, acked{h.submit(alice, key, "test.echo", input), key, input})
 	}
 	// One task was running on a node that then died.
-	claimed, err := h.store.Claim(ctx, &store.ClaimParams{Now: h.clock.Now(), Pool: dockettype.PoolOnline, Owner: "dead", Limit: 1, LeaseTTL: h.svc.cfg.LeaseTTL})
+	claimed, err := h.store.Claim(ctx, &store.ClaimParams{Now: h.clock.Now(), Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "dead", Limit: 1, LeaseTTL: h.svc.cfg.LeaseTTL})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
@@ -145,7 +145,7 @@ func TestExecutionServiceFairTenantScheduling(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start()
-	h.svc.wake(dockettype.PoolOnline)
+	h.svc.wake(store.PoolQueue(dockettype.PoolOnline))
 	for range workers {
 		if got := nextStart(); got != "a" {
 			t.Fatalf("a task of %q started before B submitted", got)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
 )
 
 // TestExecutionServiceScheduledTask: a task submitted with run_at is not
@@ -45,7 +46,7 @@ func TestExecutionServiceScheduledTask(t *testing.T) {
 	// The next claim after run_at (here a wake-up; in production also the
 	// pool's poll) promotes and starts it.
 	h.clock.Advance(time.Hour)
-	h.svc.wake(dockettype.PoolOnline)
+	h.svc.wake(store.PoolQueue(dockettype.PoolOnline))
 	select {
 	case at := <-started:
 		if at.Before(runAt) {

@@ -473,7 +473,7 @@ func TestExecutionServiceBlockedRecoveryScan(t *testing.T) {
 	for i := range 25 {
 		h.submit(alice, fmt.Sprint("dead-", i), "test.offline", `1`)
 	}
-	dead, err := h.store.Claim(ctx, &store.ClaimParams{Now: h.clock.Now(), Pool: dockettype.PoolOffline, Owner: "dead-node", Limit: 100, LeaseTTL: h.svc.cfg.LeaseTTL})
+	dead, err := h.store.Claim(ctx, &store.ClaimParams{Now: h.clock.Now(), Queue: store.PoolQueue(dockettype.PoolOffline), Owner: "dead-node", Limit: 100, LeaseTTL: h.svc.cfg.LeaseTTL})
 	if err != nil || len(dead) != 26 {
 		t.Fatalf("dead node claimed %d tasks (%v), want 26", len(dead), err)
 	}
@@ -545,7 +545,7 @@ func TestExecutionServiceSchedulerPauseIsCancellable(t *testing.T) {
 	for i := range 3 {
 		h.submit(alice, fmt.Sprint("dead-", i), "test.echo", `1`)
 	}
-	if dead, err := h.store.Claim(context.Background(), &store.ClaimParams{Now: h.clock.Now(), Pool: dockettype.PoolOnline,
+	if dead, err := h.store.Claim(context.Background(), &store.ClaimParams{Now: h.clock.Now(), Queue: store.PoolQueue(dockettype.PoolOnline),
 		Owner: "dead-node", Limit: 3, LeaseTTL: h.svc.cfg.LeaseTTL}); err != nil || len(dead) != 3 {
 		t.Fatalf("dead node claimed %d tasks (%v), want 3", len(dead), err)
 	}

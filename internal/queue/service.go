@@ -46,7 +46,7 @@ type Service struct {
 	leases   *leaseRegistry
 	waiters  *waiters
 	admitter *admitter
-	wakeups  map[dockettype.Pool]*wakeup
+	wakeups  *queueWakeups
 	draining *drainSignal
 
 	// signals lets tests wait on the components; set before Start.
@@ -95,14 +95,11 @@ func New(st Store, rt Runtime, cfg Config) (*Service, error) {
 		metrics:     cfg.Metrics,
 		leases:      newLeaseRegistry(),
 		draining:    newDrainSignal(),
-		wakeups:     map[dockettype.Pool]*wakeup{},
+		wakeups:     newQueueWakeups(),
 		signals:     &testSignals{},
 	}
 	s.waiters = newWaiters()
 	s.admitter = newAdmitter(newBaseService(cfg.Logger, cfg.Clock, "admitter"), st, cfg.AdmitBatch, cfg.AdmitCommitters, cfg.QueryTimeout)
-	for _, p := range dockettype.Pools {
-		s.wakeups[p] = newWakeup()
-	}
 	return s, nil
 }
 
@@ -202,7 +199,7 @@ func (s *Service) build() (*running, error) {
 				QueryTimeout: cfg.QueryTimeout, MaxResultBytes: cfg.MaxResultBytes}, s.signals)
 		pc := cfg.pool(p)
 		r.completers[p] = c
-		r.pools[p] = newPool(base("pool", "pool", p), p, f, w, s.metrics, s.wakeups[p], poolConfig{
+		r.pools[p] = newPool(base("pool", "pool", p), p, f, w, s.metrics, s.wakeups.pool(p), poolConfig{
 			NodeID: cfg.NodeID, Workers: pc.Workers, ClaimBatch: cfg.ClaimBatch, LeaseTTL: cfg.LeaseTTL,
 			PollInterval: cfg.PollInterval, QueryTimeout: cfg.QueryTimeout,
 			ShutdownGrace: cfg.ShutdownGrace, ShutdownAbandon: cfg.ShutdownAbandon,
@@ -213,12 +210,8 @@ func (s *Service) build() (*running, error) {
 	if err != nil {
 		return fail(err)
 	}
-	wakeups := make([]*wakeup, 0, len(s.wakeups))
-	for _, p := range dockettype.Pools {
-		wakeups = append(wakeups, s.wakeups[p])
-	}
 	r.recovery = newRecoveryScheduler(base("recovery"), sched(cfg.RecoveryInterval), scan, f,
-		s.leases, s.waiters, wakeups, s.metrics, &s.signals.recovery)
+		s.leases, s.waiters, s.wakeups, s.metrics, &s.signals.recovery)
 	if f, err = fork("heartbeat", one); err != nil {
 		return fail(err)
 	}
@@ -319,15 +312,7 @@ func (s *Service) Ready(ctx context.Context) error {
 	return nil
 }
 
-// wake tells a pool that work may be ready.
-func (s *Service) wake(p dockettype.Pool) {
-	if w, ok := s.wakeups[p]; ok {
-		w.wake()
-	}
-}
+// wake tells the claimers of q that work may be ready.
+func (s *Service) wake(q store.Queue) { s.wakeups.wake(q) }
 
-func (s *Service) wakeAll() {
-	for _, w := range s.wakeups {
-		w.wake()
-	}
-}
+func (s *Service) wakeAll() { s.wakeups.wakeAll() }

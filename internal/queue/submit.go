@@ -40,7 +40,7 @@ func (s *Service) Submit(ctx context.Context, p dockettype.Principal, req *Submi
 	switch res.Outcome {
 	case store.Admitted:
 		s.metrics.Submissions.WithLabelValues(string(item.Pool), "admitted").Inc()
-		s.wake(item.Pool)
+		s.wake(item.QueueOf())
 		return &SubmitResult{Task: res.Task}, nil
 	case store.Replayed:
 		s.metrics.Submissions.WithLabelValues(string(res.Task.Pool), "replayed").Inc()

@@ -80,7 +80,7 @@ func (s *Service) SubmitBatch(ctx context.Context, p dockettype.Principal, reqs 
 			o.Task = r.Task
 			if !woken[item.Pool] {
 				woken[item.Pool] = true
-				s.wake(item.Pool)
+				s.wake(item.QueueOf())
 			}
 		case store.Replayed:
 			s.metrics.Submissions.WithLabelValues(string(r.Task.Pool), "replayed").Inc()

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-
-	"github.com/docket-dev/docket/dockettype"
 )
 
 // Listener is what a store shared by several nodes offers so that work
@@ -22,8 +20,8 @@ type Listener interface {
 
 // Notification is one hint from another node (or this one).
 type Notification struct {
-	// Ready names a pool in which work became ready.
-	Ready dockettype.Pool
+	// Ready names a queue in which work became ready.
+	Ready Queue
 	// Finished names tasks that became terminal.
 	Finished []string
 }

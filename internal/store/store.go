@@ -22,6 +22,8 @@ type Store interface {
 	Statter
 	Admin
 	RuleSets
+	Workflows
+	Workers
 
 	// Ping reports whether the database is reachable.
 	Ping(ctx context.Context) error
@@ -50,7 +52,7 @@ type Admitter interface {
 // Claimer claims queued tasks.
 type Claimer interface {
 	// Claim moves up to Limit ready tasks (state queued, run_after <= Now)
-	// of Pool to running, in one transaction, choosing among tenants with
+	// of Queue (of Tenant alone when it is set) to running, in one transaction, choosing among tenants with
 	// ready work fairly (stride scheduling by tenant weight) and, within a
 	// tenant, by priority (higher first) then age. Each claimed task gets
 	// attempt+1, lease_epoch+1, LeaseOwner, lease_expires_at = Now+LeaseTTL
@@ -73,8 +75,9 @@ type Finisher interface {
 // LeaseKeeper renews leases.
 type LeaseKeeper interface {
 	// Heartbeat extends each lease to Now+LeaseTTL, fenced, and returns the
-	// leases it refused (task no longer running under that epoch).
-	Heartbeat(ctx context.Context, params *HeartbeatParams) (refused []Lease, err error)
+	// leases it refused (task no longer running under that epoch), each
+	// with the task's state as the same transaction read it.
+	Heartbeat(ctx context.Context, params *HeartbeatParams) (refused []RefusedLease, err error)
 }
 
 // Recoverer returns expired leases to the queue. The work is split in a
@@ -224,8 +227,19 @@ type AdmitItem struct {
 	TraceID        string
 	ConfigVersion  string
 	Input          []byte
+	// Queue is where the task waits to be claimed; empty: Pool's own queue
+	// (a workflow compiled into the server). Its pool must be Pool.
+	Queue Queue
 
 	PoolCapacity int // most non-terminal tasks in Pool; <= 0 means unlimited
+}
+
+// QueueOf returns the queue an admitted item waits in.
+func (it *AdmitItem) QueueOf() Queue {
+	if it.Queue == "" {
+		return PoolQueue(it.Pool)
+	}
+	return it.Queue
 }
 
 // AdmitOutcome says what happened to one admission item.
@@ -261,10 +275,13 @@ type AdmitResult struct {
 	Task    *dockettype.Task
 }
 
-// ClaimParams asks for up to Limit tasks of one pool.
+// ClaimParams asks for up to Limit tasks of one queue.
 type ClaimParams struct {
-	Now      time.Time
-	Pool     dockettype.Pool
+	Now   time.Time
+	Queue Queue
+	// Tenant, when set, restricts the claim to that tenant's tasks (a
+	// worker key that serves one tenant); empty: every tenant, fairly.
+	Tenant   string
 	Owner    string // node/worker identity recorded on the lease
 	Limit    int
 	LeaseTTL time.Duration
@@ -327,6 +344,14 @@ type EvidenceItem struct {
 	Body []byte // JSON
 }
 
+// RefusedLease is a lease a heartbeat could not renew.
+type RefusedLease struct {
+	Lease
+	// State is the task's state when it was refused (cancelled,
+	// timed_out, queued again by recovery, …); empty when the task is gone.
+	State dockettype.State
+}
+
 // HeartbeatParams renews a batch of leases.
 type HeartbeatParams struct {
 	Now      time.Time
@@ -344,7 +369,7 @@ type FindExpiredLeasesParams struct {
 type ExpiredLease struct {
 	Lease
 	Tenant      string
-	Pool        dockettype.Pool
+	Queue       Queue
 	Attempt     int
 	MaxAttempts int
 }
@@ -375,7 +400,7 @@ type FindOverdueParams struct {
 type OverdueTask struct {
 	Lease
 	Tenant string
-	Pool   dockettype.Pool
+	Queue  Queue
 	State  dockettype.State // queued or running at scan time
 }
 
@@ -472,17 +497,20 @@ type CreateAPIKeyParams struct {
 	Tenant    string
 	Principal string
 	Role      dockettype.Role
+	// AllTenants: a worker key that serves every tenant's tasks.
+	AllTenants bool
 }
 
 // APIKey is a stored key: its hash, never the key.
 type APIKey struct {
-	ID        string
-	Hash      string // empty in listings
-	Tenant    string
-	Principal string
-	Role      dockettype.Role
-	CreatedAt time.Time
-	RevokedAt *time.Time
+	ID         string
+	Hash       string // empty in listings
+	Tenant     string
+	Principal  string
+	Role       dockettype.Role
+	AllTenants bool // worker keys only: serves every tenant
+	CreatedAt  time.Time
+	RevokedAt  *time.Time
 }
 
 // RevokeAPIKeyParams revokes one key.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -37,6 +38,8 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) ([]store.AdmitR
 		switch {
 		case it.TaskID == "", it.Tenant == "", it.IdempotencyKey == "":
 			return nil, invalid("admit", "task ID, tenant and idempotency key are required")
+		case it.Queue != "" && (!it.Queue.Valid() || it.Queue.Pool() != it.Pool):
+			return nil, invalid("admit", fmt.Sprintf("queue %q is not of pool %q", it.Queue, it.Pool))
 		case !it.Pool.Valid():
 			return nil, invalid("admit", "unknown pool")
 		case it.MaxAttempts < 1:
@@ -146,7 +149,7 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 			inFlight[counterKey{ScopeTenant, it.Tenant}]++
 			c.event(it.TaskID, "", dockettype.StateQueued, 0, "")
 			if !delayed(it, p) {
-				c.ready(it.Pool, it.Tenant, 1)
+				c.ready(it.QueueOf(), it.Tenant, 1)
 			}
 		}
 		if err := tx.InsertTasks(newTasks, p.Now); err != nil {

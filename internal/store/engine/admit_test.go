@@ -93,7 +93,7 @@ func (t *gateTx) AddInFlight([]CounterDelta, bool) error { t.step("AddInFlight")
 
 func (t *gateTx) AddQueued([]QueueDelta) error { t.step("AddQueued"); return nil }
 
-func (t *gateTx) Notify([]dockettype.Pool, []string) error { t.step("Notify"); return nil }
+func (t *gateTx) Notify([]store.Queue, []string) error { t.step("Notify"); return nil }
 
 func admitTwo(t *testing.T, b *gateBackend, capacity int) []store.AdmitResult {
 	t.Helper()

@@ -33,6 +33,8 @@ type Plain interface {
 	store.Statter
 	store.Admin
 	store.RuleSets
+	store.Workflows
+	store.Workers
 	FindExpiredLeases(ctx context.Context, params *store.FindExpiredLeasesParams) ([]store.ExpiredLease, error)
 	FindOverdue(ctx context.Context, params *store.FindOverdueParams) ([]store.OverdueTask, error)
 	Ping(ctx context.Context) error
@@ -51,7 +53,7 @@ type Tx interface {
 	// release slot.
 	AddInFlight(deltas []CounterDelta, release bool) error
 	// AddQueued changes ready counts. A tenant whose count goes from zero
-	// to positive joins at the pool's current virtual time (the lowest of
+	// to positive joins at the queue's current virtual time (the lowest of
 	// the tenants with ready work; when there is none, the highest of all),
 	// so it neither waits behind a backlog nor replays credit it banked
 	// while idle.
@@ -59,9 +61,9 @@ type Tx interface {
 	// InsertEvents appends to the history, in order.
 	InsertEvents(events []Event, now time.Time) error
 	// Notify tells the other nodes, when the transaction commits, that it
-	// made work ready in pools and finished tasks (see store.Listener). A
+	// made work ready in queues and finished tasks (see store.Listener). A
 	// backend with one node only does nothing.
-	Notify(ready []dockettype.Pool, finished []string) error
+	Notify(ready []store.Queue, finished []string) error
 }
 
 type admitSteps interface {
@@ -96,21 +98,21 @@ type GateReader interface {
 }
 
 type claimSteps interface {
-	// PromoteDue makes up to limit delayed tasks of pool whose run_after
+	// PromoteDue makes up to limit delayed tasks of queue whose run_after
 	// has passed ready, and returns the tenant of each.
-	PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]string, error)
-	// ReadyTenants returns up to limit tenants with ready work in pool,
-	// lowest virtual time first.
-	ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant, error)
+	PromoteDue(queue store.Queue, now time.Time, limit int) ([]string, error)
+	// ReadyTenants returns up to limit tenants with ready work in queue,
+	// lowest virtual time first; only tenant when it is set.
+	ReadyTenants(queue store.Queue, tenant string, limit int) ([]fairshare.Tenant, error)
 	// Take claims, per grant, up to Count ready tasks of the tenant in
 	// dispatch order (priority, then age), skipping rows other
 	// transactions hold: each goes to running (attempt+1, epoch+1, the
 	// lease, started_at on its first claim) and comes back with its input,
 	// in any order.
-	Take(pool dockettype.Pool, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error)
+	Take(queue store.Queue, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error)
 	// SetTenantQueues writes tenants' virtual times and ready counts after
 	// a claim.
-	SetTenantQueues(pool dockettype.Pool, rows []TenantQueue) error
+	SetTenantQueues(queue store.Queue, rows []TenantQueue) error
 }
 
 type transitionSteps interface {
@@ -181,9 +183,9 @@ type CounterDelta struct {
 	N          int64
 }
 
-// QueueDelta changes a tenant's ready count in a pool.
+// QueueDelta changes a tenant's ready count in a queue.
 type QueueDelta struct {
-	Pool   dockettype.Pool
+	Queue  store.Queue
 	Tenant string
 	N      int
 }
@@ -236,7 +238,7 @@ type Requeue struct {
 type Moved struct {
 	TaskID string
 	Tenant string
-	Pool   dockettype.Pool
+	Queue  store.Queue // its pool is Queue.Pool()
 	From   dockettype.State
 	Epoch  int64 // the epoch after the change
 	Ready  bool  // End: it was ready (queued, not delayed); Requeue: it is ready now

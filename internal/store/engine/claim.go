@@ -14,7 +14,7 @@ import (
 // claim makes ready.
 const promoteBatch = 256
 
-// Claim moves up to p.Limit ready tasks of p.Pool to running; see
+// Claim moves up to p.Limit ready tasks of p.Queue to running; see
 // store.Claimer. Every read is an index range scan bounded by the limit:
 // the ready tenants (at most Limit, by virtual time) and, per tenant granted
 // slots, its first ready tasks.
@@ -25,8 +25,8 @@ const promoteBatch = 256
 // overlap except on the tenants they both serve, and then only for that
 // statement and the commit.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
-	if p.Limit <= 0 || !p.Pool.Valid() || p.LeaseTTL <= 0 {
-		return nil, invalid("claim", "limit, pool and lease TTL are required")
+	if p.Limit <= 0 || !p.Queue.Valid() || p.LeaseTTL <= 0 {
+		return nil, invalid("claim", "limit, queue and lease TTL are required")
 	}
 	var out []*store.ClaimedTask
 	err := s.b.Write(ctx, "claim", func(tx Tx) error {
@@ -42,23 +42,23 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Claim
 
 func claim(tx Tx, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 	c := newChanges()
-	due, err := tx.PromoteDue(p.Pool, p.Now, promoteBatch)
+	due, err := tx.PromoteDue(p.Queue, p.Now, promoteBatch)
 	if err != nil {
 		return nil, err
 	}
 	for _, tenant := range due {
-		c.ready(p.Pool, tenant, 1)
+		c.ready(p.Queue, tenant, 1)
 	}
 	// Written now, so that the tenants they made ready are read below.
 	if err := c.flushQueued(tx); err != nil {
 		return nil, err
 	}
-	tenants, err := tx.ReadyTenants(p.Pool, p.Limit)
+	tenants, err := tx.ReadyTenants(p.Queue, p.Tenant, p.Limit)
 	if err != nil || len(tenants) == 0 {
 		return nil, err
 	}
 	plan := fairshare.Allocate(tenants, p.Limit)
-	taken, err := tx.Take(p.Pool, plan.Grants, p.Owner, p.Now.Add(p.LeaseTTL), p.Now)
+	taken, err := tx.Take(p.Queue, plan.Grants, p.Owner, p.Now.Add(p.LeaseTTL), p.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func claim(tx Tx, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 	// The tenants' rows last: another node's claim of the same tenants
 	// waits for them from here until this transaction commits, so the
 	// events (which lock nothing) are written before, not while they wait.
-	return claimed, tx.SetTenantQueues(p.Pool, rows)
+	return claimed, tx.SetTenantQueues(p.Queue, rows)
 }
 
 // dispatchOrder sorts one tenant's claimed tasks as they are dispatched:

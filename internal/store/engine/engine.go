@@ -50,14 +50,14 @@ type changes struct {
 	events   []Event
 	released map[counterKey]int64
 	queued   map[queueKey]int
-	// readyPools are the pools this transaction made work ready in.
-	readyPools []dockettype.Pool
+	// readyQueues are the queues this transaction made work ready in.
+	readyQueues []store.Queue
 }
 
 type counterKey struct{ scope, key string }
 
 type queueKey struct {
-	pool   dockettype.Pool
+	queue  store.Queue
 	tenant string
 }
 
@@ -76,8 +76,8 @@ func (c *changes) release(pool dockettype.Pool, tenant string) {
 	c.released[counterKey{ScopeTenant, tenant}]--
 }
 
-func (c *changes) ready(pool dockettype.Pool, tenant string, n int) {
-	c.queued[queueKey{pool, tenant}] += n
+func (c *changes) ready(queue store.Queue, tenant string, n int) {
+	c.queued[queueKey{queue, tenant}] += n
 }
 
 // moved records what a transition did to the shared rows: a task that
@@ -85,28 +85,28 @@ func (c *changes) ready(pool dockettype.Pool, tenant string, n int) {
 // queue changes its tenant's ready count.
 func (c *changes) ended(m Moved, to dockettype.State, code dockettype.Code) {
 	c.event(m.TaskID, m.From, to, m.Epoch, code)
-	c.release(m.Pool, m.Tenant)
+	c.release(m.Queue.Pool(), m.Tenant)
 	if m.Ready {
-		c.ready(m.Pool, m.Tenant, -1)
+		c.ready(m.Queue, m.Tenant, -1)
 	}
 }
 
 func (c *changes) requeued(m Moved, code dockettype.Code) {
 	c.event(m.TaskID, dockettype.StateRunning, dockettype.StateQueued, m.Epoch, code)
 	if m.Ready {
-		c.ready(m.Pool, m.Tenant, 1)
+		c.ready(m.Queue, m.Tenant, 1)
 	}
 }
 
-// flushQueued writes the ready-count changes, sorted by pool and tenant.
+// flushQueued writes the ready-count changes, sorted by queue and tenant.
 func (c *changes) flushQueued(tx Tx) error {
 	var deltas []QueueDelta
 	for k, n := range c.queued {
 		if n != 0 {
-			deltas = append(deltas, QueueDelta{Pool: k.pool, Tenant: k.tenant, N: n})
+			deltas = append(deltas, QueueDelta{Queue: k.queue, Tenant: k.tenant, N: n})
 		}
-		if n > 0 && !slices.Contains(c.readyPools, k.pool) {
-			c.readyPools = append(c.readyPools, k.pool)
+		if n > 0 && !slices.Contains(c.readyQueues, k.queue) {
+			c.readyQueues = append(c.readyQueues, k.queue)
 		}
 	}
 	clear(c.queued)
@@ -114,7 +114,7 @@ func (c *changes) flushQueued(tx Tx) error {
 		return nil
 	}
 	slices.SortFunc(deltas, func(a, b QueueDelta) int {
-		return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Tenant, b.Tenant))
+		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Tenant, b.Tenant))
 	})
 	return tx.AddQueued(deltas)
 }
@@ -154,12 +154,12 @@ func (c *changes) flush(tx Tx, now time.Time) error {
 		}
 		c.events = c.events[:0]
 	}
-	if len(c.readyPools) > 0 || len(finished) > 0 {
-		slices.Sort(c.readyPools)
-		if err := tx.Notify(c.readyPools, finished); err != nil {
+	if len(c.readyQueues) > 0 || len(finished) > 0 {
+		slices.Sort(c.readyQueues)
+		if err := tx.Notify(c.readyQueues, finished); err != nil {
 			return err
 		}
-		c.readyPools = nil
+		c.readyQueues = nil
 	}
 	return nil
 }

@@ -126,14 +126,14 @@ func finish(tx Tx, p *store.FinishParams) ([]store.FinishResult, error) {
 }
 
 // Heartbeat extends each current lease; see store.LeaseKeeper.
-func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]store.Lease, error) {
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]store.RefusedLease, error) {
 	if len(p.Leases) == 0 {
 		return nil, nil
 	}
 	if p.LeaseTTL <= 0 {
 		return nil, invalid("heartbeat", "lease TTL is required")
 	}
-	var refused []store.Lease
+	var refused []store.RefusedLease
 	err := s.b.Write(ctx, "heartbeat", func(tx Tx) error {
 		refused = nil
 		if err := tx.LockLive(taskIDs(p.Leases, func(l store.Lease) string { return l.TaskID })); err != nil {
@@ -147,10 +147,22 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]stor
 		for _, l := range renewed {
 			held[l] = true
 		}
+		var ids []string
 		for _, l := range p.Leases {
 			if !held[l] {
-				refused = append(refused, l)
+				refused = append(refused, store.RefusedLease{Lease: l})
+				ids = append(ids, l.TaskID)
 			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		states, err := tx.States(ids)
+		if err != nil {
+			return err
+		}
+		for i := range refused {
+			refused[i].State = states[refused[i].TaskID]
 		}
 		return nil
 	})

@@ -146,7 +146,7 @@ func (s *Store) AppendEvidence(ctx context.Context, p *store.AppendEvidenceParam
 	return s.inner.AppendEvidence(ctx, p)
 }
 
-func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]store.Lease, error) {
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]store.RefusedLease, error) {
 	if err := s.before(ctx, "heartbeat"); err != nil {
 		return nil, err
 	}

@@ -72,25 +72,27 @@ func (b *Backend) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams)
 
 // CreateAPIKey stores a key hash, creating the tenant if needed.
 func (b *Backend) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) (*store.APIKey, error) {
-	if p.ID == "" || p.Hash == "" || p.Tenant == "" || p.Principal == "" ||
-		(p.Role != dockettype.RoleMember && p.Role != dockettype.RoleAdmin) {
+	if p.ID == "" || p.Hash == "" || p.Tenant == "" || p.Principal == "" || !p.Role.Valid() ||
+		(p.AllTenants && p.Role != dockettype.RoleWorker) {
 		return nil, interpretError("create_api_key", store.ErrInvalid)
 	}
 	err := b.write(ctx, "create_api_key", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO tenants (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", p.Tenant, ts(p.Now)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "INSERT INTO api_keys (id, hash, tenant, principal, role, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-			p.ID, p.Hash, p.Tenant, p.Principal, string(p.Role), ts(p.Now))
+		_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, hash, tenant, principal, role, all_tenants, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			p.ID, p.Hash, p.Tenant, p.Principal, string(p.Role), p.AllTenants, ts(p.Now))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &store.APIKey{ID: p.ID, Tenant: p.Tenant, Principal: p.Principal, Role: p.Role, CreatedAt: ts(p.Now)}, nil
+	return &store.APIKey{ID: p.ID, Tenant: p.Tenant, Principal: p.Principal, Role: p.Role, AllTenants: p.AllTenants,
+		CreatedAt: ts(p.Now)}, nil
 }
 
-const keyCols = "id, tenant, principal, role, created_at, revoked_at"
+const keyCols = "id, tenant, principal, role, all_tenants, created_at, revoked_at"
 
 func scanKey(r pgx.Row) (*store.APIKey, error) {
 	k := &store.APIKey{}
@@ -98,7 +100,7 @@ func scanKey(r pgx.Row) (*store.APIKey, error) {
 		role    string
 		revoked *time.Time
 	)
-	if err := r.Scan(&k.ID, &k.Tenant, &k.Principal, &role, &k.CreatedAt, &revoked); err != nil {
+	if err := r.Scan(&k.ID, &k.Tenant, &k.Principal, &role, &k.AllTenants, &k.CreatedAt, &revoked); err != nil {
 		return nil, err
 	}
 	k.Role, k.CreatedAt, k.RevokedAt = dockettype.Role(role), k.CreatedAt.UTC(), utcPtr(revoked)

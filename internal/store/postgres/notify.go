@@ -7,13 +7,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
 )
 
 // Notifications go to one channel per schema (a database may hold several
 // installations, and every test runs in its own schema). A payload is
-// "ready:POOL" or "done:ID,ID,…", kept under PostgreSQL's 8,000-byte limit.
+// "ready:QUEUE" or "done:ID,ID,…", kept under PostgreSQL's 8,000-byte limit.
 const (
 	readyPrefix = "ready:"
 	donePrefix  = "done:"
@@ -30,7 +29,7 @@ func channelName(schema string) string {
 
 // Notify collects the notifications; Write sends them when the
 // transaction has committed (see sendNotes).
-func (t *txn) Notify(ready []dockettype.Pool, finished []string) error {
+func (t *txn) Notify(ready []store.Queue, finished []string) error {
 	for _, p := range ready {
 		t.notes = append(t.notes, readyPrefix+string(p))
 	}
@@ -131,8 +130,8 @@ func (b *Backend) listenOnce(ctx context.Context, fn func(store.Notification), c
 func parseNotification(payload string) (store.Notification, bool) {
 	switch {
 	case strings.HasPrefix(payload, readyPrefix):
-		p := dockettype.Pool(strings.TrimPrefix(payload, readyPrefix))
-		return store.Notification{Ready: p}, p.Valid()
+		q := store.Queue(strings.TrimPrefix(payload, readyPrefix))
+		return store.Notification{Ready: q}, q.Valid()
 	case strings.HasPrefix(payload, donePrefix):
 		ids := strings.Split(strings.TrimPrefix(payload, donePrefix), ",")
 		return store.Notification{Finished: ids}, len(ids) > 0

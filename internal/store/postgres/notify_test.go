@@ -48,11 +48,11 @@ func TestListenHearsReadyAndFinished(t *testing.T) {
 			t.Fatal("no notification within 50 admissions")
 		}
 	}
-	if heard.Ready != dockettype.PoolOffline {
+	if heard.Ready != store.PoolQueue(dockettype.PoolOffline) {
 		t.Fatalf("heard %+v, want ready in the offline pool", heard)
 	}
 
-	claimed, err := s.Claim(ctx, &store.ClaimParams{Now: now, Pool: dockettype.PoolOffline, Owner: "n", Limit: 100, LeaseTTL: time.Minute})
+	claimed, err := s.Claim(ctx, &store.ClaimParams{Now: now, Queue: store.PoolQueue(dockettype.PoolOffline), Owner: "n", Limit: 100, LeaseTTL: time.Minute})
 	if err != nil || len(claimed) == 0 {
 		t.Fatalf("Claim: %v, %v", claimed, err)
 	}
@@ -105,7 +105,7 @@ func TestUnsendableNotificationLeavesTheWrite(t *testing.T) {
 	if _, err := s.Admit(ctx, &store.AdmitParams{Now: now, Items: []*store.AdmitItem{item(long)}}); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := s.Claim(ctx, &store.ClaimParams{Now: now, Pool: dockettype.PoolOffline, Owner: "n", Limit: 1, LeaseTTL: time.Minute})
+	claimed, err := s.Claim(ctx, &store.ClaimParams{Now: now, Queue: store.PoolQueue(dockettype.PoolOffline), Owner: "n", Limit: 1, LeaseTTL: time.Minute})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("Claim: %v, %v", claimed, err)
 	}

@@ -81,12 +81,12 @@ func seed(t *testing.T, conn *pgx.Conn, n int) {
 		{`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts, deadline_at, created_at, trace_id, config_version, input)
 		 SELECT lpad(g::text, 12, '0'), 'tenant-' || (g % 10), g::text, 'a', 'demo.echo', 'online', 0, 3,
 			$1::timestamptz + interval '1 day', $1, 't', 'v', '{}' FROM generate_series(1, $2 + 500) g`, []any{base, n}},
-		{`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, deadline_at, created_at)
+		{`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, deadline_at, created_at)
 		 SELECT id, tenant, pool, priority, 'queued', max_attempts, deadline_at, created_at FROM tasks`, nil},
 		{`UPDATE task_queue SET state = 'running', attempt = 1, lease_epoch = 1, lease_owner = 'dead',
 			lease_expires_at = $1::timestamptz - interval '1 minute', deadline_at = $1::timestamptz - interval '1 minute'
 		 WHERE id > lpad($2::int::text, 12, '0')`, []any{base, n}},
-		{`INSERT INTO tenant_queues (pool, tenant, queued, vtime)
+		{`INSERT INTO tenant_queues (queue, tenant, queued, vtime)
 		 SELECT 'online', tenant, count(*), 0 FROM task_queue WHERE state = 'queued' GROUP BY tenant`, nil},
 		{`VACUUM ANALYZE task_queue`, nil},
 		{`ANALYZE tasks`, nil},
@@ -186,7 +186,7 @@ func TestClaimPlanSurvivesDeadEntries(t *testing.T) {
 		{`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts, deadline_at, created_at, trace_id, config_version, input)
 		 SELECT lpad(g::text, 12, '0'), 'tenant-0', g::text, 'a', 'demo.echo', 'online', 0, 3,
 			$1::timestamptz + interval '1 day', $1, 't', 'v', '{}' FROM generate_series(1, 200000) g`, []any{base}},
-		{`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, deadline_at, created_at)
+		{`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, deadline_at, created_at)
 		 SELECT id, tenant, pool, priority, 'queued', max_attempts, deadline_at, created_at FROM tasks`, nil},
 		{`DELETE FROM task_queue WHERE id <= lpad('195000', 12, '0')`, nil},
 		{`ANALYZE task_queue`, nil},

@@ -75,7 +75,7 @@ func TestInputIsImmutable(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != "23001" {
 		t.Errorf("UPDATE of tasks: err = %v, want the trigger's restrict_violation (23001)", err)
 	}
-	claimed, err := s.Claim(ctx, &store.ClaimParams{Pool: "online", Owner: "n", Limit: 1, LeaseTTL: time.Minute})
+	claimed, err := s.Claim(ctx, &store.ClaimParams{Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "n", Limit: 1, LeaseTTL: time.Minute})
 	if err != nil || len(claimed) != 1 || string(claimed[0].Input) != string(input) {
 		t.Errorf("input claimed after the refused UPDATE = %v, %v; want %q", claimed, err, input)
 	}

@@ -129,12 +129,12 @@ func (b *Backend) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]d
 }
 
 // findExpiredSQL reads up to $2 leases expired at $1 from the lease index.
-const findExpiredSQL = `SELECT id, lease_epoch, tenant, pool, attempt, max_attempts FROM task_queue
+const findExpiredSQL = `SELECT id, lease_epoch, tenant, queue, attempt, max_attempts FROM task_queue
 	WHERE state = 'running' AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2`
 
 // findOverdueSQL reads up to $2 live tasks past their deadline at $1 from
 // the deadline index.
-const findOverdueSQL = `SELECT id, lease_epoch, tenant, pool, state FROM task_queue
+const findOverdueSQL = `SELECT id, lease_epoch, tenant, queue, state FROM task_queue
 	WHERE deadline_at <= $1 ORDER BY deadline_at LIMIT $2`
 
 // FindExpiredLeases scans the lease index; it takes no locks.
@@ -145,9 +145,9 @@ func (b *Backend) FindExpiredLeases(ctx context.Context, p *store.FindExpiredLea
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ExpiredLease, error) {
 		var e store.ExpiredLease
-		var pool string
-		err := r.Scan(&e.TaskID, &e.Epoch, &e.Tenant, &pool, &e.Attempt, &e.MaxAttempts)
-		e.Pool = dockettype.Pool(pool)
+		var queue string
+		err := r.Scan(&e.TaskID, &e.Epoch, &e.Tenant, &queue, &e.Attempt, &e.MaxAttempts)
+		e.Queue = store.Queue(queue)
 		return e, err
 	})
 	return out, interpretError("find_expired_leases", err)
@@ -161,16 +161,17 @@ func (b *Backend) FindOverdue(ctx context.Context, p *store.FindOverdueParams) (
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OverdueTask, error) {
 		var o store.OverdueTask
-		var pool, state string
-		err := r.Scan(&o.TaskID, &o.Epoch, &o.Tenant, &pool, &state)
-		o.Pool, o.State = dockettype.Pool(pool), dockettype.State(state)
+		var queue, state string
+		err := r.Scan(&o.TaskID, &o.Epoch, &o.Tenant, &queue, &state)
+		o.Queue, o.State = store.Queue(queue), dockettype.State(state)
 		return o, err
 	})
 	return out, interpretError("find_overdue", err)
 }
 
 // Stats reads the counters, the running tasks (bounded by the workers) and,
-// per pool, the oldest first-in-line task of each tenant with ready work.
+// per pool, the oldest first-in-line task of each tenant with ready work in
+// any of the pool's queues (its own and its remote workflows').
 func (b *Backend) Stats(ctx context.Context) (*store.Stats, error) {
 	st := &store.Stats{}
 	for _, pool := range dockettype.Pools {
@@ -178,12 +179,13 @@ func (b *Backend) Stats(ctx context.Context) (*store.Stats, error) {
 		var oldest *time.Time
 		err := b.pool.QueryRow(ctx, `SELECT
 				(SELECT coalesce(sum(n), 0) FROM counters WHERE scope = 'pool' AND key = $1),
-				(SELECT count(*) FROM task_queue WHERE state = 'running' AND pool = $1),
+				(SELECT count(*) FROM task_queue WHERE state = 'running' AND (queue = $1 OR queue LIKE $2)),
 				(SELECT min(f.created_at) FROM tenant_queues tq CROSS JOIN LATERAL (
 					SELECT created_at FROM task_queue q
-					WHERE q.pool = tq.pool AND q.tenant = tq.tenant AND q.state = 'queued' AND q.run_after IS NULL
+					WHERE q.queue = tq.queue AND q.tenant = tq.tenant AND q.state = 'queued' AND q.run_after IS NULL
 					ORDER BY priority DESC, id LIMIT 1) f
-				WHERE tq.pool = $1 AND tq.queued > 0)`, string(pool)).Scan(&ps.InFlight, &ps.Running, &oldest)
+				WHERE (tq.queue = $1 OR tq.queue LIKE $2) AND tq.queued > 0)`,
+			string(pool), string(store.RemoteQueue(pool, "%"))).Scan(&ps.InFlight, &ps.Running, &oldest)
 		if err != nil {
 			return nil, interpretError("stats", err)
 		}

@@ -75,7 +75,7 @@ func TestNodesRaceOnSharedQueue(t *testing.T) {
 							mu.Unlock()
 						}
 					}
-					claimed, err := f.Claim(ctx, &store.ClaimParams{Now: now(), Pool: pools[pick(r, 2)], Owner: "n", Limit: 1 + pick(r, 5), LeaseTTL: 50 * time.Millisecond})
+					claimed, err := f.Claim(ctx, &store.ClaimParams{Now: now(), Queue: store.PoolQueue(pools[pick(r, 2)]), Owner: "n", Limit: 1 + pick(r, 5), LeaseTTL: 50 * time.Millisecond})
 					if err != nil {
 						return fmt.Errorf("claim: %w", err)
 					}
@@ -133,12 +133,12 @@ func TestNodesRaceOnSharedQueue(t *testing.T) {
 	}
 	checks := map[string]string{
 		"pool in-flight counters vs live tasks": `SELECT count(*) FROM (SELECT key, sum(n) AS n FROM counters WHERE scope = 'pool' GROUP BY key) c
-			WHERE c.n <> (SELECT count(*) FROM task_queue q WHERE q.pool = c.key)`,
+			WHERE c.n <> (SELECT count(*) FROM task_queue q WHERE split_part(q.queue, '/', 1) = c.key)`,
 		"tenant in-flight counters vs live tasks": `SELECT count(*) FROM (SELECT key, sum(n) AS n FROM counters WHERE scope = 'tenant' GROUP BY key) c
 			WHERE c.n <> (SELECT count(*) FROM task_queue q WHERE q.tenant = c.key)`,
 		"ready counts vs ready tasks": `SELECT count(*) FROM (
-			SELECT pool, tenant, count(*) AS n FROM task_queue WHERE state = 'queued' AND run_after IS NULL GROUP BY pool, tenant) r
-			FULL JOIN (SELECT * FROM tenant_queues WHERE queued > 0) q USING (pool, tenant)
+			SELECT queue, tenant, count(*) AS n FROM task_queue WHERE state = 'queued' AND run_after IS NULL GROUP BY queue, tenant) r
+			FULL JOIN (SELECT * FROM tenant_queues WHERE queued > 0) q USING (queue, tenant)
 			WHERE coalesce(r.n, 0) <> coalesce(q.queued, 0)`,
 		"every task live or finished, not both": `SELECT count(*) FROM tasks t WHERE
 			(EXISTS (SELECT 1 FROM task_queue q WHERE q.id = t.id)) = (EXISTS (SELECT 1 FROM task_results r WHERE r.task_id = t.id))`,

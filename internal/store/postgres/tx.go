@@ -260,7 +260,7 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 	n := len(items)
 	var (
 		ids, tenants, keys, authors, workflows = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		pools, traces, versions                = make([]string, n), make([]string, n), make([]string, n)
+		pools, queues, traces, versions        = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		prios, maxAttempts                     = make([]int32, n), make([]int32, n)
 		deadlines                              = make([]time.Time, n)
 		runAts, runAfters                      = make([]*time.Time, n), make([]*time.Time, n)
@@ -269,7 +269,7 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 	now = ts(now)
 	for i, it := range items {
 		ids[i], tenants[i], keys[i], authors[i], workflows[i] = it.TaskID, it.Tenant, it.IdempotencyKey, it.Author, it.Workflow
-		pools[i], traces[i], versions[i] = string(it.Pool), it.TraceID, it.ConfigVersion
+		pools[i], queues[i], traces[i], versions[i] = string(it.Pool), string(it.QueueOf()), it.TraceID, it.ConfigVersion
 		prios[i], maxAttempts[i] = int32(it.Priority), int32(it.MaxAttempts)
 		deadlines[i] = ts(it.DeadlineAt)
 		if !it.RunAt.IsZero() {
@@ -292,11 +292,11 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 			$9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[], $13::bytea[])
 			AS u (id, tenant, key, author, workflow, pool, priority, max_attempts, deadline_at, run_at, trace_id, config_version, input)`,
 		ids, tenants, keys, authors, workflows, pools, prios, maxAttempts, deadlines, runAts, traces, versions, inputs, now)
-	t.later(`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, run_after, deadline_at, created_at)
-		SELECT u.id, u.tenant, u.pool, u.priority, 'queued', u.max_attempts, u.run_after, u.deadline_at, $8
+	t.later(`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, run_after, deadline_at, created_at)
+		SELECT u.id, u.tenant, u.queue, u.priority, 'queued', u.max_attempts, u.run_after, u.deadline_at, $8
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[])
-			AS u (id, tenant, pool, priority, max_attempts, run_after, deadline_at)`,
-		ids, tenants, pools, prios, maxAttempts, runAfters, deadlines, now)
+			AS u (id, tenant, queue, priority, max_attempts, run_after, deadline_at)`,
+		ids, tenants, queues, prios, maxAttempts, runAfters, deadlines, now)
 	return nil
 }
 
@@ -320,14 +320,14 @@ func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
 // PromoteDue makes due delayed tasks ready. A due task another
 // transaction holds (a cancel, a timeout) is skipped; a later claim
 // promotes it if it is still queued.
-func (t *txn) PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]string, error) {
+func (t *txn) PromoteDue(queue store.Queue, now time.Time, limit int) ([]string, error) {
 	rows, err := t.query(`UPDATE task_queue SET run_after = NULL
 		WHERE id IN (
 			SELECT id FROM task_queue
-			WHERE pool = $1 AND state = 'queued' AND run_after IS NOT NULL AND run_after <= $2
+			WHERE queue = $1 AND state = 'queued' AND run_after IS NOT NULL AND run_after <= $2
 			ORDER BY run_after LIMIT $3
 			FOR UPDATE SKIP LOCKED)
-		RETURNING tenant`, string(pool), ts(now), limit)
+		RETURNING tenant`, string(queue), ts(now), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -335,10 +335,11 @@ func (t *txn) PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]stri
 }
 
 // ReadyTenants reads the tenants with ready work, lowest virtual time first.
-func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant, error) {
+func (t *txn) ReadyTenants(queue store.Queue, tenant string, limit int) ([]fairshare.Tenant, error) {
 	rows, err := t.query(`SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
 		FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
-		WHERE q.pool = $1 AND q.queued > 0 ORDER BY q.vtime, q.tenant LIMIT $2`, string(pool), limit)
+		WHERE q.queue = $1 AND q.queued > 0 AND ($3 = '' OR q.tenant = $3)
+		ORDER BY q.vtime, q.tenant LIMIT $2`, string(queue), limit, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +350,7 @@ func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant,
 	})
 }
 
-// takeSQL claims a tenant's first ready tasks: $1 pool, $2 tenant, $3
+// takeSQL claims a tenant's first ready tasks: $1 queue, $2 tenant, $3
 // limit, $4 owner, $5 lease expiry, $6 now.
 //
 // Every step reads by index, whatever the planner's statistics say: the
@@ -358,7 +359,7 @@ func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant,
 // join over the whole history.
 const takeSQL = `WITH picked AS (
 		SELECT id FROM task_queue
-		WHERE pool = $1 AND tenant = $2 AND state = 'queued' AND run_after IS NULL
+		WHERE queue = $1 AND tenant = $2 AND state = 'queued' AND run_after IS NULL
 		ORDER BY priority DESC, id LIMIT $3
 		FOR UPDATE SKIP LOCKED
 	), q AS (
@@ -374,10 +375,10 @@ const takeSQL = `WITH picked AS (
 // grant, all in one round trip: the rows are picked and locked (SKIP
 // LOCKED: never waiting for a row another transaction holds), moved to
 // running and returned with their input.
-func (t *txn) Take(pool dockettype.Pool, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error) {
+func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error) {
 	b := &pgx.Batch{}
 	for _, g := range grants {
-		b.Queue(takeSQL, string(pool), g.Tenant, g.Count, owner, ts(expires), ts(now))
+		b.Queue(takeSQL, string(queue), g.Tenant, g.Count, owner, ts(expires), ts(now))
 	}
 	br, err := t.send(b)
 	if err != nil {
@@ -405,11 +406,11 @@ func (t *txn) Take(pool dockettype.Pool, grants []fairshare.Grant, owner string,
 // SetTenantQueues applies the claim's charges and ready counts, one
 // row at a time in tenant order (one round trip), so that two claims
 // serving the same tenants lock them in the same order.
-func (t *txn) SetTenantQueues(pool dockettype.Pool, rows []engine.TenantQueue) error {
+func (t *txn) SetTenantQueues(queue store.Queue, rows []engine.TenantQueue) error {
 	sorted := sortedBy(rows, func(r engine.TenantQueue) string { return r.Tenant })
 	for _, r := range sorted {
 		t.later(`UPDATE tenant_queues SET vtime = vtime + $3, queued = GREATEST(queued - $4, 0)
-			WHERE pool = $1 AND tenant = $2`, string(pool), r.Tenant, r.Charge, r.Taken)
+			WHERE queue = $1 AND tenant = $2`, string(queue), r.Tenant, r.Charge, r.Taken)
 	}
 	return nil
 }
@@ -436,7 +437,7 @@ const endSQL = `WITH u AS (
 			DELETE FROM task_queue q USING u
 			WHERE q.id = ANY($1) AND q.id = u.id AND q.lease_epoch = u.epoch AND (u.from_state = '' OR q.state = u.from_state)
 				AND (NOT u.deadline_due OR q.deadline_at <= $11) AND (NOT u.lease_due OR q.lease_expires_at <= $11)
-			RETURNING q.id, q.tenant, q.pool, q.state, q.attempt, q.started_at,
+			RETURNING q.id, q.tenant, q.queue, q.state, q.attempt, q.started_at,
 				q.lease_epoch + CASE WHEN u.bump THEN 1 ELSE 0 END AS epoch,
 				q.state = 'queued' AND q.run_after IS NULL AS ready,
 				u.to_state, u.code, u.message, u.result
@@ -446,7 +447,7 @@ const endSQL = `WITH u AS (
 			SELECT id, tenant, to_state, attempt, epoch, started_at, $11, result, nullif(code, ''), nullif(message, '')
 			FROM gone
 		)
-		SELECT id, tenant, pool, state, epoch, ready FROM gone`
+		SELECT id, tenant, queue, state, epoch, ready FROM gone`
 
 // End deletes the live rows that still match and writes their results, in
 // one statement.
@@ -497,7 +498,7 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 			AS u (id, epoch, bump, uncharge, run_after, code, message, lease_due)
 		WHERE q.id = ANY($1) AND q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
 			AND (NOT u.lease_due OR q.lease_expires_at <= $9)
-		RETURNING q.id, q.tenant, q.pool, 'running', q.lease_epoch, q.run_after IS NULL`,
+		RETURNING q.id, q.tenant, q.queue, 'running', q.lease_epoch, q.run_after IS NULL`,
 		ids, epochs, bumps, uncharge, runAfters, codes, msgs, leaseDue, ts(now))
 	if err != nil {
 		return nil, err
@@ -508,9 +509,9 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 func collectMoved(rows pgx.Rows) ([]engine.Moved, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (engine.Moved, error) {
 		var m engine.Moved
-		var pool, from string
-		err := r.Scan(&m.TaskID, &m.Tenant, &pool, &from, &m.Epoch, &m.Ready)
-		m.Pool, m.From = dockettype.Pool(pool), dockettype.State(from)
+		var queue, from string
+		err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready)
+		m.Queue, m.From = store.Queue(queue), dockettype.State(from)
 		return m, err
 	})
 }
@@ -648,17 +649,17 @@ func (t *txn) AddInFlight(deltas []engine.CounterDelta, release bool) error {
 func (t *txn) AddQueued(deltas []engine.QueueDelta) error {
 	for _, d := range deltas {
 		if d.N > 0 {
-			t.later(`INSERT INTO tenant_queues AS q (pool, tenant, queued, vtime)
+			t.later(`INSERT INTO tenant_queues AS q (queue, tenant, queued, vtime)
 				VALUES ($1, $2, $3, coalesce(
-					(SELECT min(a.vtime) FROM tenant_queues a WHERE a.pool = $1 AND a.queued > 0),
-					(SELECT max(a.vtime) FROM tenant_queues a WHERE a.pool = $1), 0))
-				ON CONFLICT (pool, tenant) DO UPDATE SET
+					(SELECT min(a.vtime) FROM tenant_queues a WHERE a.queue = $1 AND a.queued > 0),
+					(SELECT max(a.vtime) FROM tenant_queues a WHERE a.queue = $1), 0))
+				ON CONFLICT (queue, tenant) DO UPDATE SET
 					vtime = CASE WHEN q.queued = 0 THEN GREATEST(q.vtime, excluded.vtime) ELSE q.vtime END,
-					queued = q.queued + excluded.queued`, string(d.Pool), d.Tenant, d.N)
+					queued = q.queued + excluded.queued`, string(d.Queue), d.Tenant, d.N)
 			continue
 		}
-		t.later("UPDATE tenant_queues SET queued = GREATEST(queued + $3, 0) WHERE pool = $1 AND tenant = $2",
-			string(d.Pool), d.Tenant, d.N)
+		t.later("UPDATE tenant_queues SET queued = GREATEST(queued + $3, 0) WHERE queue = $1 AND tenant = $2",
+			string(d.Queue), d.Tenant, d.N)
 	}
 	return nil
 }

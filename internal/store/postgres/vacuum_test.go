@@ -40,7 +40,7 @@ func TestStoreVacuumsTheLiveTable(t *testing.T) {
 	}
 	for _, q := range []string{
 		"SET search_path = " + pgx.Identifier{schema}.Sanitize(),
-		`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, deadline_at, created_at)
+		`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, deadline_at, created_at)
 		 SELECT 't-' || i, 'tenant', 'online', 0, 'queued', 1, now() + interval '1 hour', now()
 		 FROM generate_series(1, 6000) i`,
 		`DELETE FROM task_queue`,

@@ -80,25 +80,26 @@ func (s *Backend) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams)
 
 // CreateAPIKey stores a key hash, creating the tenant if needed.
 func (s *Backend) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) (*store.APIKey, error) {
-	if p.ID == "" || p.Hash == "" || p.Tenant == "" || p.Principal == "" ||
-		(p.Role != dockettype.RoleMember && p.Role != dockettype.RoleAdmin) {
+	if p.ID == "" || p.Hash == "" || p.Tenant == "" || p.Principal == "" || !p.Role.Valid() ||
+		(p.AllTenants && p.Role != dockettype.RoleWorker) {
 		return nil, interpretError("create_api_key", store.ErrInvalid)
 	}
 	err := s.write(ctx, "create_api_key", func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO tenants (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", p.Tenant, ms(p.Now)); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO api_keys (id, hash, tenant, principal, role, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-			p.ID, p.Hash, p.Tenant, p.Principal, string(p.Role), ms(p.Now))
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, hash, tenant, principal, role, all_tenants, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, p.ID, p.Hash, p.Tenant, p.Principal, string(p.Role), b2i(p.AllTenants), ms(p.Now))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &store.APIKey{ID: p.ID, Tenant: p.Tenant, Principal: p.Principal, Role: p.Role, CreatedAt: fromMS(ms(p.Now))}, nil
+	return &store.APIKey{ID: p.ID, Tenant: p.Tenant, Principal: p.Principal, Role: p.Role, AllTenants: p.AllTenants,
+		CreatedAt: fromMS(ms(p.Now))}, nil
 }
 
-const keyCols = "id, tenant, principal, role, created_at, revoked_at"
+const keyCols = "id, tenant, principal, role, all_tenants, created_at, revoked_at"
 
 func scanKey(r scanner) (*store.APIKey, error) {
 	k := &store.APIKey{}
@@ -107,7 +108,7 @@ func scanKey(r scanner) (*store.APIKey, error) {
 		created int64
 		revoked sql.NullInt64
 	)
-	if err := r.Scan(&k.ID, &k.Tenant, &k.Principal, &role, &created, &revoked); err != nil {
+	if err := r.Scan(&k.ID, &k.Tenant, &k.Principal, &role, &k.AllTenants, &created, &revoked); err != nil {
 		return nil, err
 	}
 	k.Role, k.CreatedAt, k.RevokedAt = dockettype.Role(role), fromMS(created), fromNullMS(revoked)

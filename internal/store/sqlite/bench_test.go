@@ -74,7 +74,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			}
 			b.ResetTimer()
 			for done := 0; done < b.N; {
-				claimed, err := s.Claim(ctx, &store.ClaimParams{Now: benchNow, Pool: dockettype.PoolOnline, Owner: "b", Limit: batch, LeaseTTL: time.Minute})
+				claimed, err := s.Claim(ctx, &store.ClaimParams{Now: benchNow, Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "b", Limit: batch, LeaseTTL: time.Minute})
 				if err != nil || len(claimed) == 0 {
 					b.Fatalf("claim: %v (%d)", err, len(claimed))
 				}

@@ -61,7 +61,7 @@ func BenchmarkFairness(b *testing.B) {
 					if _, err := s.Admit(ctx, &store.AdmitParams{Now: now, Items: items}); err != nil {
 						b.Fatal(err)
 					}
-					claimed, err := s.Claim(ctx, &store.ClaimParams{Now: now, Pool: dockettype.PoolOnline, Owner: "n", Limit: serve, LeaseTTL: time.Hour})
+					claimed, err := s.Claim(ctx, &store.ClaimParams{Now: now, Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "n", Limit: serve, LeaseTTL: time.Hour})
 					if err != nil {
 						b.Fatal(err)
 					}

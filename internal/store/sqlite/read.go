@@ -128,16 +128,16 @@ func (s *Backend) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]d
 
 // FindExpiredLeases scans the lease index on a read connection.
 func (s *Backend) FindExpiredLeases(ctx context.Context, p *store.FindExpiredLeasesParams) ([]store.ExpiredLease, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_epoch, tenant, pool, attempt, max_attempts FROM task_queue
+	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_epoch, tenant, queue, attempt, max_attempts FROM task_queue
 		WHERE state = 'running' AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?`, ms(p.Now), p.Limit)
 	if err != nil {
 		return nil, interpretError("find_expired_leases", err)
 	}
 	out, err := collect(rows, func(r *sql.Rows) (store.ExpiredLease, error) {
 		var e store.ExpiredLease
-		var pool string
-		err := r.Scan(&e.TaskID, &e.Epoch, &e.Tenant, &pool, &e.Attempt, &e.MaxAttempts)
-		e.Pool = dockettype.Pool(pool)
+		var queue string
+		err := r.Scan(&e.TaskID, &e.Epoch, &e.Tenant, &queue, &e.Attempt, &e.MaxAttempts)
+		e.Queue = store.Queue(queue)
 		return e, err
 	})
 	return out, interpretError("find_expired_leases", err)
@@ -145,23 +145,24 @@ func (s *Backend) FindExpiredLeases(ctx context.Context, p *store.FindExpiredLea
 
 // FindOverdue scans the deadline index on a read connection.
 func (s *Backend) FindOverdue(ctx context.Context, p *store.FindOverdueParams) ([]store.OverdueTask, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_epoch, tenant, pool, state FROM task_queue
+	rows, err := s.r.QueryContext(ctx, `SELECT id, lease_epoch, tenant, queue, state FROM task_queue
 		WHERE deadline_at <= ? ORDER BY deadline_at LIMIT ?`, ms(p.Now), p.Limit)
 	if err != nil {
 		return nil, interpretError("find_overdue", err)
 	}
 	out, err := collect(rows, func(r *sql.Rows) (store.OverdueTask, error) {
 		var o store.OverdueTask
-		var pool, state string
-		err := r.Scan(&o.TaskID, &o.Epoch, &o.Tenant, &pool, &state)
-		o.Pool, o.State = dockettype.Pool(pool), dockettype.State(state)
+		var queue, state string
+		err := r.Scan(&o.TaskID, &o.Epoch, &o.Tenant, &queue, &state)
+		o.Queue, o.State = store.Queue(queue), dockettype.State(state)
 		return o, err
 	})
 	return out, interpretError("find_overdue", err)
 }
 
 // Stats reads the counters, the running tasks (bounded by the workers) and,
-// per pool, the oldest first-in-line task of each tenant with ready work.
+// per pool, the oldest first-in-line task of each tenant with ready work in
+// any of the pool's queues (its own and its remote workflows').
 func (s *Backend) Stats(ctx context.Context) (*store.Stats, error) {
 	st := &store.Stats{}
 	for _, pool := range dockettype.Pools {
@@ -169,11 +170,12 @@ func (s *Backend) Stats(ctx context.Context) (*store.Stats, error) {
 		var oldest sql.NullInt64
 		err := s.r.QueryRowContext(ctx, `SELECT
 				(SELECT coalesce(sum(n), 0) FROM counters WHERE scope = 'pool' AND key = ?1),
-				(SELECT count(*) FROM task_queue WHERE state = 'running' AND pool = ?1),
+				(SELECT count(*) FROM task_queue WHERE state = 'running' AND (queue = ?1 OR queue LIKE ?2)),
 				(SELECT min((SELECT created_at FROM task_queue q
-					WHERE q.pool = tq.pool AND q.tenant = tq.tenant AND q.state = 'queued' AND q.run_after IS NULL
+					WHERE q.queue = tq.queue AND q.tenant = tq.tenant AND q.state = 'queued' AND q.run_after IS NULL
 					ORDER BY priority DESC, id LIMIT 1))
-				FROM tenant_queues tq WHERE tq.pool = ?1 AND tq.queued > 0)`, string(pool)).Scan(&ps.InFlight, &ps.Running, &oldest)
+				FROM tenant_queues tq WHERE (tq.queue = ?1 OR tq.queue LIKE ?2) AND tq.queued > 0)`,
+			string(pool), string(store.RemoteQueue(pool, "%"))).Scan(&ps.InFlight, &ps.Running, &oldest)
 		if err != nil {
 			return nil, interpretError("stats", err)
 		}

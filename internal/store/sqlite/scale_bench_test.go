@@ -31,7 +31,7 @@ func seed(b *testing.B, s store.Store, tenant, state string, n int, deadline, cl
 		if state == "queued" {
 			continue
 		}
-		claimed, err := s.Claim(ctx, &store.ClaimParams{Now: claimAt, Pool: dockettype.PoolOnline, Owner: "seed", Limit: len(items), LeaseTTL: time.Minute})
+		claimed, err := s.Claim(ctx, &store.ClaimParams{Now: claimAt, Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "seed", Limit: len(items), LeaseTTL: time.Minute})
 		if err != nil || len(claimed) != len(items) {
 			b.Fatalf("seed claim: %v (%d of %d)", err, len(claimed), len(items))
 		}
@@ -69,7 +69,7 @@ func BenchmarkClaimScale(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				claimed, err := s.Claim(ctx, &store.ClaimParams{Now: benchNow, Pool: dockettype.PoolOnline, Owner: "b", Limit: 16, LeaseTTL: time.Minute})
+				claimed, err := s.Claim(ctx, &store.ClaimParams{Now: benchNow, Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "b", Limit: 16, LeaseTTL: time.Minute})
 				if err != nil || len(claimed) != 16 {
 					b.Fatalf("claim: %v (%d)", err, len(claimed))
 				}

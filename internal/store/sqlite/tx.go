@@ -209,13 +209,13 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 		}
 		tasks[i] = []any{it.TaskID, it.Tenant, it.IdempotencyKey, it.Author, it.Workflow, string(it.Pool), it.Priority,
 			it.MaxAttempts, ms(it.DeadlineAt), runAt, nowMS, it.TraceID, it.ConfigVersion, input}
-		live[i] = []any{it.TaskID, it.Tenant, string(it.Pool), it.Priority, "queued", it.MaxAttempts, runAfter, ms(it.DeadlineAt), nowMS}
+		live[i] = []any{it.TaskID, it.Tenant, string(it.QueueOf()), it.Priority, "queued", it.MaxAttempts, runAfter, ms(it.DeadlineAt), nowMS}
 	}
 	if err := t.insertRows(`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts,
 		deadline_at, run_at, created_at, trace_id, config_version, input)`, "", 14, tasks); err != nil {
 		return err
 	}
-	return t.insertRows(`INSERT INTO task_queue (id, tenant, pool, priority, state, max_attempts, run_after, deadline_at, created_at)`,
+	return t.insertRows(`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, run_after, deadline_at, created_at)`,
 		"", 9, live)
 }
 
@@ -234,12 +234,12 @@ func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
 }
 
 // PromoteDue makes due delayed tasks ready.
-func (t *txn) PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]string, error) {
+func (t *txn) PromoteDue(queue store.Queue, now time.Time, limit int) ([]string, error) {
 	rows, err := t.tx.QueryContext(t.ctx, `UPDATE task_queue SET run_after = NULL
 		WHERE id IN (SELECT id FROM task_queue
-			WHERE pool = ? AND state = 'queued' AND run_after IS NOT NULL AND run_after <= ?
+			WHERE queue = ? AND state = 'queued' AND run_after IS NOT NULL AND run_after <= ?
 			ORDER BY run_after LIMIT ?)
-		RETURNING tenant`, string(pool), ms(now), limit)
+		RETURNING tenant`, string(queue), ms(now), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -247,10 +247,11 @@ func (t *txn) PromoteDue(pool dockettype.Pool, now time.Time, limit int) ([]stri
 }
 
 // ReadyTenants reads the tenants with ready work, lowest virtual time first.
-func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant, error) {
+func (t *txn) ReadyTenants(queue store.Queue, tenant string, limit int) ([]fairshare.Tenant, error) {
 	rows, err := t.tx.QueryContext(t.ctx, `SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
 		FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
-		WHERE q.pool = ? AND q.queued > 0 ORDER BY q.vtime, q.tenant LIMIT ?`, string(pool), limit)
+		WHERE q.queue = ?1 AND q.queued > 0 AND (?3 = '' OR q.tenant = ?3)
+		ORDER BY q.vtime, q.tenant LIMIT ?2`, string(queue), limit, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -263,13 +264,13 @@ func (t *txn) ReadyTenants(pool dockettype.Pool, limit int) ([]fairshare.Tenant,
 
 // Take claims each granted tenant's first ready tasks: their IDs from the
 // claim index, one update for all, then the tasks with their input.
-func (t *txn) Take(pool dockettype.Pool, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error) {
+func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error) {
 	var ids []string
 	tenantOf := map[string]int{}
 	for i, g := range grants {
 		rows, err := t.tx.QueryContext(t.ctx, `SELECT id FROM task_queue
-			WHERE pool = ? AND tenant = ? AND state = 'queued' AND run_after IS NULL
-			ORDER BY priority DESC, id LIMIT ?`, string(pool), g.Tenant, g.Count)
+			WHERE queue = ? AND tenant = ? AND state = 'queued' AND run_after IS NULL
+			ORDER BY priority DESC, id LIMIT ?`, string(queue), g.Tenant, g.Count)
 		if err != nil {
 			return nil, err
 		}
@@ -312,10 +313,10 @@ func (t *txn) Take(pool dockettype.Pool, grants []fairshare.Grant, owner string,
 }
 
 // SetTenantQueues applies the claim's charges and ready counts.
-func (t *txn) SetTenantQueues(pool dockettype.Pool, rows []engine.TenantQueue) error {
+func (t *txn) SetTenantQueues(queue store.Queue, rows []engine.TenantQueue) error {
 	for _, r := range rows {
 		if err := t.exec(`UPDATE tenant_queues SET vtime = vtime + ?, queued = max(queued - ?, 0)
-			WHERE pool = ? AND tenant = ?`, r.Charge, r.Taken, string(pool), r.Tenant); err != nil {
+			WHERE queue = ? AND tenant = ?`, r.Charge, r.Taken, string(queue), r.Tenant); err != nil {
 			return err
 		}
 	}
@@ -339,7 +340,7 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 			SELECT q.id FROM json_each(?1) j JOIN task_queue q ON q.id = j.value->>0
 			WHERE j.value->>1 = q.lease_epoch AND (j.value->>2 = '' OR j.value->>2 = q.state)
 				AND (j.value->>3 = 0 OR q.deadline_at <= ?2) AND (j.value->>4 = 0 OR q.lease_expires_at <= ?2))
-		RETURNING id, tenant, pool, state, attempt, lease_epoch, started_at, state = 'queued' AND run_after IS NULL`,
+		RETURNING id, tenant, queue, state, attempt, lease_epoch, started_at, state = 'queued' AND run_after IS NULL`,
 		jsonArg(match), nowMS)
 	if err != nil {
 		return nil, err
@@ -351,9 +352,9 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 	}
 	deleted, err := collect(res, func(r *sql.Rows) (gone, error) {
 		var g gone
-		var pool, from string
-		err := r.Scan(&g.TaskID, &g.Tenant, &pool, &from, &g.attempt, &g.Epoch, &g.started, &g.Ready)
-		g.Pool, g.From = dockettype.Pool(pool), dockettype.State(from)
+		var queue, from string
+		err := r.Scan(&g.TaskID, &g.Tenant, &queue, &from, &g.attempt, &g.Epoch, &g.started, &g.Ready)
+		g.Queue, g.From = store.Queue(queue), dockettype.State(from)
 		return g, err
 	})
 	if err != nil || len(deleted) == 0 {
@@ -394,7 +395,7 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 			FROM json_each(?1)) AS u
 		WHERE q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
 			AND (u.lease_due = 0 OR q.lease_expires_at <= ?2)
-		RETURNING id, tenant, pool, 'running', lease_epoch, run_after IS NULL`, jsonArg(list), ms(now))
+		RETURNING id, tenant, queue, 'running', lease_epoch, run_after IS NULL`, jsonArg(list), ms(now))
 	if err != nil {
 		return nil, err
 	}
@@ -403,9 +404,9 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 
 func scanMoved(r *sql.Rows) (engine.Moved, error) {
 	var m engine.Moved
-	var pool, from string
-	err := r.Scan(&m.TaskID, &m.Tenant, &pool, &from, &m.Epoch, &m.Ready)
-	m.Pool, m.From = dockettype.Pool(pool), dockettype.State(from)
+	var queue, from string
+	err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready)
+	m.Queue, m.From = store.Queue(queue), dockettype.State(from)
 	return m, err
 }
 
@@ -544,16 +545,16 @@ func (t *txn) AddQueued(deltas []engine.QueueDelta) error {
 	for _, d := range deltas {
 		var err error
 		if d.N > 0 {
-			err = t.exec(`INSERT INTO tenant_queues (pool, tenant, queued, vtime)
+			err = t.exec(`INSERT INTO tenant_queues (queue, tenant, queued, vtime)
 				VALUES (?1, ?2, ?3, coalesce(
-					(SELECT min(a.vtime) FROM tenant_queues a WHERE a.pool = ?1 AND a.queued > 0),
-					(SELECT max(a.vtime) FROM tenant_queues a WHERE a.pool = ?1), 0))
-				ON CONFLICT (pool, tenant) DO UPDATE SET
+					(SELECT min(a.vtime) FROM tenant_queues a WHERE a.queue = ?1 AND a.queued > 0),
+					(SELECT max(a.vtime) FROM tenant_queues a WHERE a.queue = ?1), 0))
+				ON CONFLICT (queue, tenant) DO UPDATE SET
 					vtime = CASE WHEN queued = 0 THEN max(vtime, excluded.vtime) ELSE vtime END,
-					queued = queued + excluded.queued`, string(d.Pool), d.Tenant, d.N)
+					queued = queued + excluded.queued`, string(d.Queue), d.Tenant, d.N)
 		} else {
-			err = t.exec("UPDATE tenant_queues SET queued = max(queued + ?, 0) WHERE pool = ? AND tenant = ?",
-				d.N, string(d.Pool), d.Tenant)
+			err = t.exec("UPDATE tenant_queues SET queued = max(queued + ?, 0) WHERE queue = ? AND tenant = ?",
+				d.N, string(d.Queue), d.Tenant)
 		}
 		if err != nil {
 			return err
@@ -581,4 +582,4 @@ func nullString(s string) any {
 
 // Notify does nothing: an SQLite database has one node, which signals its
 // own pools and waiters in process.
-func (t *txn) Notify([]dockettype.Pool, []string) error { return nil }
+func (t *txn) Notify([]store.Queue, []string) error { return nil }

@@ -46,8 +46,8 @@ func (su suite) testCancel(t *testing.T) {
 		if r := finishOne(t, s, late, succeed(res.Previous), false); r.State != dockettype.StateCancelled {
 			t.Errorf("late FinishResult.State = %s, want cancelled", r.State)
 		}
-		if refused := heartbeat(t, s, late, res.Previous); len(refused) != 1 {
-			t.Errorf("late heartbeat: refused %v, want it refused", refused)
+		if refused := heartbeat(t, s, late, res.Previous); len(refused) != 1 || refused[0].State != dockettype.StateCancelled {
+			t.Errorf("late heartbeat: refused %v, want it refused with the task's state, cancelled", refused)
 		}
 		wantErrIs(t, "late AppendEvidence", appendEvidence(t, s, late, res.Previous, ruleEvidence...), store.ErrStaleLease)
 		wantState(t, getTask(t, s, tenantA, c.Task.ID), dockettype.StateCancelled, 2)
@@ -68,7 +68,7 @@ func (su suite) testCancel(t *testing.T) {
 				cancel(t, s, now, tenantA, c.Task.ID)
 			}},
 			{dockettype.StateTimedOut, func(t *testing.T, c *store.ClaimedTask, now time.Time) {
-				items := []store.OverdueTask{{Lease: c.Lease(), Tenant: tenantA, Pool: dockettype.PoolOnline, State: dockettype.StateRunning}}
+				items := []store.OverdueTask{{Lease: c.Lease(), Tenant: tenantA, Queue: store.PoolQueue(dockettype.PoolOnline), State: dockettype.StateRunning}}
 				if got := expireTasks(t, s, now, items); len(got) != 1 {
 					t.Fatalf("ExpireTasks returned %v, want the task", overdueIDs(got))
 				}

@@ -65,7 +65,7 @@ func (su suite) testClaim(t *testing.T) {
 	})
 
 	su.run(t, "EmptyQueue", func(t *testing.T, s store.Store) {
-		got, err := s.Claim(t.Context(), &store.ClaimParams{Now: at(0), Pool: dockettype.PoolOnline, Owner: "node-1", Limit: 5, LeaseTTL: ttl})
+		got, err := s.Claim(t.Context(), &store.ClaimParams{Now: at(0), Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "node-1", Limit: 5, LeaseTTL: ttl})
 		if err != nil || len(got) != 0 {
 			t.Errorf("Claim on an empty store = %v, %v; want no tasks and no error", claimedIDs(got), err)
 		}

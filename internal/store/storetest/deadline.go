@@ -35,9 +35,9 @@ func (su suite) testDeadline(t *testing.T) {
 		now := at(10 * time.Second)
 		got := findOverdue(t, s, now, 10)
 		want := []store.OverdueTask{
-			{Lease: running.Lease(), Tenant: tenantA, Pool: dockettype.PoolOnline, State: dockettype.StateRunning},
-			{Lease: store.Lease{TaskID: queued.ID, Epoch: 0}, Tenant: tenantA, Pool: dockettype.PoolOnline, State: dockettype.StateQueued},
-			{Lease: store.Lease{TaskID: exact.ID, Epoch: 0}, Tenant: tenantA, Pool: dockettype.PoolOnline, State: dockettype.StateQueued},
+			{Lease: running.Lease(), Tenant: tenantA, Queue: store.PoolQueue(dockettype.PoolOnline), State: dockettype.StateRunning},
+			{Lease: store.Lease{TaskID: queued.ID, Epoch: 0}, Tenant: tenantA, Queue: store.PoolQueue(dockettype.PoolOnline), State: dockettype.StateQueued},
+			{Lease: store.Lease{TaskID: exact.ID, Epoch: 0}, Tenant: tenantA, Queue: store.PoolQueue(dockettype.PoolOnline), State: dockettype.StateQueued},
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("overdue at 10s = %+v,\nwant (earliest deadline first, deadline <= Now, non-terminal only) %+v", got, want)
@@ -57,8 +57,8 @@ func (su suite) testDeadline(t *testing.T) {
 		found := findOverdue(t, s, now, 10)
 		got := expireTasks(t, s, now, found)
 		want := []store.OverdueTask{
-			{Lease: running.Lease(), Tenant: tenantA, Pool: dockettype.PoolOnline, State: dockettype.StateRunning},
-			{Lease: store.Lease{TaskID: queued.ID, Epoch: 0}, Tenant: tenantA, Pool: dockettype.PoolOnline, State: dockettype.StateQueued},
+			{Lease: running.Lease(), Tenant: tenantA, Queue: store.PoolQueue(dockettype.PoolOnline), State: dockettype.StateRunning},
+			{Lease: store.Lease{TaskID: queued.ID, Epoch: 0}, Tenant: tenantA, Queue: store.PoolQueue(dockettype.PoolOnline), State: dockettype.StateQueued},
 		}
 		if !sameSet(overdueIDs(got), overdueIDs(want)) {
 			t.Fatalf("ExpireTasks returned %v, want %v", overdueIDs(got), overdueIDs(want))
@@ -87,8 +87,8 @@ func (su suite) testDeadline(t *testing.T) {
 		if res.State != dockettype.StateTimedOut {
 			t.Errorf("late FinishResult.State = %s, want timed_out", res.State)
 		}
-		if refused := heartbeat(t, s, at(11*time.Second), running.Lease()); len(refused) != 1 {
-			t.Errorf("late heartbeat refused %v, want it refused", refused)
+		if refused := heartbeat(t, s, at(11*time.Second), running.Lease()); len(refused) != 1 || refused[0].State != dockettype.StateTimedOut {
+			t.Errorf("late heartbeat refused %v, want it refused with the task's state, timed_out", refused)
 		}
 		if got := findOverdue(t, s, at(11*time.Second), 10); len(got) != 0 {
 			t.Errorf("overdue after expiry = %v, want none", overdueIDs(got))
@@ -117,7 +117,7 @@ func (su suite) testDeadline(t *testing.T) {
 				cancel(t, s, now, tenantA, task.ID)
 			}, dockettype.StateCancelled, 1},
 			{"expired by another node", true, func(t *testing.T, task *dockettype.Task, c *store.ClaimedTask, now time.Time) {
-				items := []store.OverdueTask{{Lease: c.Lease(), Tenant: tenantA, Pool: dockettype.PoolOnline, State: dockettype.StateRunning}}
+				items := []store.OverdueTask{{Lease: c.Lease(), Tenant: tenantA, Queue: store.PoolQueue(dockettype.PoolOnline), State: dockettype.StateRunning}}
 				if got := expireTasks(t, s, now, items); len(got) != 1 {
 					t.Fatalf("first expiry returned %v, want the task", overdueIDs(got))
 				}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
 )
 
@@ -50,13 +51,18 @@ func (su suite) testHeartbeat(t *testing.T) {
 		finishOne(t, s, at(time.Second), succeed(done.Lease()), true)
 
 		refused := heartbeat(t, s, at(20*time.Second), fresh.Lease(), reclaimed.Lease(), done.Lease())
-		wantRefused := []store.Lease{reclaimed.Lease(), done.Lease()}
-		if len(refused) != len(wantRefused) || !sameSet(leaseIDs(refused), leaseIDs(wantRefused)) {
+		// Each refused lease comes back as it was sent, with the task's
+		// state now: running again under a newer epoch, or finished.
+		wantRefused := []store.RefusedLease{
+			{Lease: reclaimed.Lease(), State: dockettype.StateRunning},
+			{Lease: done.Lease(), State: dockettype.StateSucceeded},
+		}
+		if len(refused) != len(wantRefused) {
 			t.Errorf("refused = %v, want %v", refused, wantRefused)
 		}
-		for _, l := range refused {
-			if !slices.Contains(wantRefused, l) {
-				t.Errorf("refused lease %+v, want it reported with the epoch that was sent", l)
+		for _, r := range refused {
+			if !slices.Contains(wantRefused, r) {
+				t.Errorf("refused lease %+v, want one of %+v (the epoch that was sent, the state now)", r, wantRefused)
 			}
 		}
 

@@ -20,7 +20,7 @@ func (su suite) testHistory(t *testing.T) {
 			it.DeadlineAt = at(5 * time.Second)
 			it.MaxAttempts = 2
 		})
-		claimed, err := s.Claim(t.Context(), &store.ClaimParams{Now: at(0), Pool: dockettype.PoolOnline, Owner: "node-1", Limit: 30, LeaseTTL: time.Second})
+		claimed, err := s.Claim(t.Context(), &store.ClaimParams{Now: at(0), Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "node-1", Limit: 30, LeaseTTL: time.Second})
 		if err != nil || len(claimed) != 30 {
 			t.Fatalf("Claim = %d tasks, %v; want 30", len(claimed), err)
 		}
@@ -61,7 +61,7 @@ func (su suite) testHistory(t *testing.T) {
 		})
 		do(func() error { // a worker re-claiming recovered tasks and failing them
 			for range 5 {
-				got, err := s.Claim(t.Context(), &store.ClaimParams{Now: now, Pool: dockettype.PoolOnline, Owner: "node-2", Limit: 4, LeaseTTL: time.Second})
+				got, err := s.Claim(t.Context(), &store.ClaimParams{Now: now, Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "node-2", Limit: 4, LeaseTTL: time.Second})
 				if err != nil {
 					return err
 				}

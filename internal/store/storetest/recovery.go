@@ -33,7 +33,7 @@ func (su suite) testRecovery(t *testing.T) {
 			t.Fatalf("expired at 31s = %v, want %v (oldest expiry first)", expiredIDs(got), wantIDs)
 		}
 		for i, e := range got {
-			if e.Lease != want[i] || e.Tenant != tenantA || e.Pool != dockettype.PoolOnline || e.Attempt != 1 || e.MaxAttempts != 5 {
+			if e.Lease != want[i] || e.Tenant != tenantA || e.Queue != store.PoolQueue(dockettype.PoolOnline) || e.Attempt != 1 || e.MaxAttempts != 5 {
 				t.Errorf("expired lease %d = %+v, want lease %+v tenant %s pool online attempt 1 max attempts 5", i, e, want[i], tenantA)
 			}
 		}
@@ -134,7 +134,7 @@ func (su suite) testRecovery(t *testing.T) {
 				cancel(t, s, now, tenantA, c.Task.ID)
 			}, dockettype.StateCancelled, 2},
 			{"recovered by another node", func(t *testing.T, c *store.ClaimedTask, now time.Time) {
-				found := []store.ExpiredLease{{Lease: c.Lease(), Tenant: tenantA, Pool: dockettype.PoolOnline, Attempt: 1, MaxAttempts: 3}}
+				found := []store.ExpiredLease{{Lease: c.Lease(), Tenant: tenantA, Queue: store.PoolQueue(dockettype.PoolOnline), Attempt: 1, MaxAttempts: 3}}
 				if res := recoverLeases(t, s, now, found); res.Requeued != 1 {
 					t.Fatalf("first recovery = %+v, want 1 requeued", res)
 				}

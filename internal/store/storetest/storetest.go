@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Admin", su.testAdmin)
 	t.Run("RuleSets", su.testRuleSets)
 	t.Run("Fork", su.testFork)
+	t.Run("Remote", su.testRemote)
 }
 
 type suite struct {
@@ -170,7 +171,7 @@ func admitN(t *testing.T, s store.Store, now time.Time, tenant string, n int, mu
 
 func claim(t *testing.T, s store.Store, now time.Time, pool dockettype.Pool, limit int) []*store.ClaimedTask {
 	t.Helper()
-	got, err := s.Claim(t.Context(), &store.ClaimParams{Now: now, Pool: pool, Owner: "node-1", Limit: limit, LeaseTTL: ttl})
+	got, err := s.Claim(t.Context(), &store.ClaimParams{Now: now, Queue: store.PoolQueue(pool), Owner: "node-1", Limit: limit, LeaseTTL: ttl})
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}
@@ -245,7 +246,7 @@ func cancel(t *testing.T, s store.Store, now time.Time, tenant, id string) *stor
 	return res
 }
 
-func heartbeat(t *testing.T, s store.Store, now time.Time, leases ...store.Lease) []store.Lease {
+func heartbeat(t *testing.T, s store.Store, now time.Time, leases ...store.Lease) []store.RefusedLease {
 	t.Helper()
 	refused, err := s.Heartbeat(t.Context(), &store.HeartbeatParams{Now: now, LeaseTTL: ttl, Leases: leases})
 	if err != nil {

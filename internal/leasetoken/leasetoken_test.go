@@ -1,0 +1,81 @@
+package leasetoken
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+var (
+	secret = bytes.Repeat([]byte{7}, 32)
+	claims = Claims{TaskID: "01a2332c-4148-7383-aea8-6b3b912c78b8", Tenant: "acme", Epoch: 3, Attempt: 2, MaxAttempts: 5}
+)
+
+func TestRoundTrip(t *testing.T) {
+	tok := Sign(secret, "key_a", claims)
+	if !strings.HasPrefix(tok, Prefix) {
+		t.Fatalf("token %q lacks the prefix %q", tok, Prefix)
+	}
+	got, err := Verify(secret, "key_a", tok)
+	if err != nil || got != claims {
+		t.Fatalf("Verify = %+v, %v; want %+v", got, err, claims)
+	}
+}
+
+// Every way a worker could come by a token it was not given fails.
+func TestRefused(t *testing.T) {
+	tok := Sign(secret, "key_a", claims)
+	raw, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, Prefix))
+	flipped := bytes.Clone(raw)
+	flipped[len(claims.TaskID)+3] ^= 1 // inside the tenant, then the epoch
+	next := claims
+	next.Epoch++
+	for name, c := range map[string]struct {
+		secret []byte
+		keyID  string
+		token  string
+	}{
+		"another key":             {secret, "key_b", tok},
+		"another installation":    {bytes.Repeat([]byte{8}, 32), "key_a", tok},
+		"an altered field":        {secret, "key_a", Prefix + base64.RawURLEncoding.EncodeToString(flipped)},
+		"a made-up MAC":           {secret, "key_a", Prefix + base64.RawURLEncoding.EncodeToString(append(encode(next), make([]byte, macLen)...))},
+		"a truncated token":       {secret, "key_a", tok[:len(tok)-4]},
+		"no prefix":               {secret, "key_a", strings.TrimPrefix(tok, Prefix)},
+		"not base64":              {secret, "key_a", Prefix + "!!!"},
+		"empty":                   {secret, "key_a", ""},
+		"too long":                {secret, "key_a", Prefix + strings.Repeat("A", maxToken)},
+		"the next epoch's fields": {secret, "key_a", Prefix + base64.RawURLEncoding.EncodeToString(append(encode(next), raw[len(raw)-macLen:]...))},
+	} {
+		if _, err := Verify(c.secret, c.keyID, c.token); err != ErrInvalid {
+			t.Errorf("%s: Verify err = %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// A valid MAC over malformed fields (only the server could make one) is
+// still refused rather than misread.
+func TestMalformedBody(t *testing.T) {
+	for name, body := range map[string][]byte{
+		"empty":          {},
+		"no task ID":     encode(Claims{Tenant: "acme"}),
+		"trailing bytes": append(encode(claims), 0),
+		"short string":   {40, 'a'},
+	} {
+		tok := Prefix + base64.RawURLEncoding.EncodeToString(append(body, mac(secret, "k", body)...))
+		if _, err := Verify(secret, "k", tok); err != ErrInvalid {
+			t.Errorf("%s: Verify err = %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	f.Add(Sign(secret, "k", claims))
+	f.Add(Prefix + "AAAA")
+	f.Fuzz(func(t *testing.T, tok string) {
+		c, err := Verify(secret, "k", tok)
+		if err == nil && Sign(secret, "k", c) != tok {
+			t.Fatalf("Verify accepted %q, which Sign does not make from %+v", tok, c)
+		}
+	})
+}
