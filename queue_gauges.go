@@ -26,7 +26,7 @@ func (s *Server) observeQueue() {
 			out := make([]metrics.PoolQueue, len(st.Pools))
 			for i, p := range st.Pools {
 				out[i] = metrics.PoolQueue{Pool: p.Pool, Capacity: capacity[p.Pool], InFlight: p.InFlight,
-					Queued: p.Queued, Running: p.Running, OldestQueuedAt: p.OldestQueuedAt}
+					Queued: p.Queued, Running: p.Running, RemoteRunning: p.RemoteRunning, OldestQueuedAt: p.OldestQueuedAt}
 			}
 			return out, nil
 		},

@@ -20,6 +20,7 @@ import (
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/quality"
 	"github.com/docket-dev/docket/internal/queue"
+	"github.com/docket-dev/docket/internal/remote"
 	"github.com/docket-dev/docket/internal/runtime"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/storeopen"
@@ -194,7 +195,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
-	s.svc, err = queue.New(st, runtime.New(cfg.Workflows, provider), queue.Config{
+	// Workflows compiled in first, then those an admin registered for
+	// remote workers.
+	rt := remote.New(runtime.New(cfg.Workflows, provider), st, provider, clock)
+	s.svc, err = queue.New(st, rt, queue.Config{
 		Online:            queue.PoolConfig{Workers: cfg.OnlineWorkers, Capacity: cfg.OnlineCapacity},
 		Offline:           queue.PoolConfig{Workers: cfg.OfflineWorkers, Capacity: cfg.OfflineCapacity},
 		LeaseTTL:          cfg.LeaseTTL,
@@ -233,6 +237,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		MaxWaits: cfg.MaxWaits, MaxWaitsPerTenant: cfg.MaxWaitsPerTenant,
 		MaxTimeout: s.svc.Config().MaxTimeout,
 		Admin:      st, Node: s.svc, DefaultTenantLimit: cfg.DefaultTenantLimit,
+		Remote: s.svc, Workflows: rt, LeaseTTL: s.svc.Config().LeaseTTL,
 	})
 	s.http = httpapi.NewServer(handler, slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn))
 	return s, nil

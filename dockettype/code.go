@@ -14,6 +14,7 @@ const (
 	CodeNotFound            Code = "not_found"             // 404: no such task for this tenant
 	CodeMethodNotAllowed    Code = "method_not_allowed"    // 405: the route does not serve this method (see the Allow header)
 	CodeIdempotencyConflict Code = "idempotency_conflict"  // 409: key reused with a different request
+	CodeBuiltinWorkflow     Code = "builtin_workflow"      // 409: the name is a workflow compiled into the server (it cannot be registered or removed as a remote one)
 	CodeQueueFull           Code = "queue_full"            // 429: the pool's capacity is reached
 	CodeTenantQuotaExceeded Code = "tenant_quota_exceeded" // 429: the tenant's in-flight limit is reached
 	CodeTooManyRequests     Code = "too_many_requests"     // 429: too many concurrent long polls, for the tenant or the server
@@ -35,7 +36,7 @@ const (
 // Codes lists the closed set, in documentation order.
 var Codes = []Code{
 	CodeUnauthenticated, CodeForbidden, CodeInvalidRequest, CodeUnknownWorkflow,
-	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeQueueFull,
+	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeBuiltinWorkflow, CodeQueueFull,
 	CodeTenantQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal,
 	CodeLeaseLost, CodeWorkerPanic, CodeDeadlineExceeded, CodeCancelled,
 	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeResultTooLarge, CodeStaleLease,

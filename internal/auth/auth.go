@@ -49,15 +49,26 @@ type KeyStore interface {
 // CreateKey makes and stores a key for (tenant, principal, role) and
 // returns it with its stored record; the key is not recoverable afterwards.
 func CreateKey(ctx context.Context, ks KeyStore, now time.Time, tenant, principal string, role dockettype.Role) (string, *store.APIKey, error) {
+	return createKey(ctx, ks, now, tenant, principal, role, false)
+}
+
+// CreateWorkerKey makes a worker key of tenant: it serves that tenant's
+// tasks or, with allTenants, every tenant's (an operator's fleet).
+func CreateWorkerKey(ctx context.Context, ks KeyStore, now time.Time, tenant, principal string, allTenants bool) (string, *store.APIKey, error) {
+	return createKey(ctx, ks, now, tenant, principal, dockettype.RoleWorker, allTenants)
+}
+
+func createKey(ctx context.Context, ks KeyStore, now time.Time, tenant, principal string, role dockettype.Role, allTenants bool) (string, *store.APIKey, error) {
 	if !ValidName(tenant) || !ValidName(principal) {
 		return "", nil, errors.New("auth: tenant and principal must be 1-64 characters of [A-Za-z0-9._@-]")
 	}
-	if role != dockettype.RoleMember && role != dockettype.RoleAdmin {
-		return "", nil, errors.New("auth: role must be member or admin")
+	if !role.Valid() {
+		return "", nil, errors.New("auth: role must be member, admin or worker")
 	}
 	key := GenerateKey()
 	stored, err := ks.CreateAPIKey(ctx, &store.CreateAPIKeyParams{
 		Now: now, ID: "key_" + uuid.Must(uuid.NewV7()).String(), Hash: HashKey(key), Tenant: tenant, Principal: principal, Role: role,
+		AllTenants: allTenants,
 	})
 	if err != nil {
 		return "", nil, err
@@ -124,7 +135,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (dockettyp
 	if err != nil {
 		return dockettype.Principal{}, err
 	}
-	p := dockettype.Principal{Tenant: k.Tenant, Name: k.Principal, Role: k.Role}
+	p := dockettype.Principal{Tenant: k.Tenant, Name: k.Principal, Role: k.Role, KeyID: k.ID, AllTenants: k.AllTenants}
 	a.cache.put(hash, k.ID, p)
 	return p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/auth"
@@ -26,6 +27,7 @@ type AdminStore interface {
 	RevokeAPIKey(ctx context.Context, params *store.RevokeAPIKeyParams) (*store.APIKey, error)
 	Stats(ctx context.Context) (*store.Stats, error)
 	ListRuleSets(ctx context.Context) ([]*store.RuleSet, error)
+	ListWorkers(ctx context.Context, since time.Time) ([]*store.Worker, error)
 }
 
 // NodeStats is what GET /v1/admin/stats reads of this node: its pools'
@@ -71,7 +73,7 @@ func (s *server) adminRoutes() []route {
 	if s.node != nil {
 		routes = append(routes, route{http.MethodGet, "/v1/admin/stats", s.admin(s.stats)})
 	}
-	return routes
+	return append(routes, s.workflowRoutes()...)
 }
 
 // adminStoreError turns a store error of an admin call into an answer:

@@ -16,23 +16,25 @@ import (
 // keyBody is an API key as the admin API lists it: never the key, never
 // its hash.
 type keyBody struct {
-	ID        string          `json:"id"`
-	Tenant    string          `json:"tenant"`
-	Principal string          `json:"principal"`
-	Role      dockettype.Role `json:"role"`
-	CreatedAt time.Time       `json:"created_at"`
-	RevokedAt *time.Time      `json:"revoked_at"`
+	ID         string          `json:"id"`
+	Tenant     string          `json:"tenant"`
+	Principal  string          `json:"principal"`
+	Role       dockettype.Role `json:"role"`
+	AllTenants bool            `json:"all_tenants"`
+	CreatedAt  time.Time       `json:"created_at"`
+	RevokedAt  *time.Time      `json:"revoked_at"`
 }
 
 // createdKeyBody is the answer of POST /v1/admin/keys: the only time the
 // key itself is shown.
 type createdKeyBody struct {
-	ID        string          `json:"id"`
-	Key       string          `json:"key"`
-	Tenant    string          `json:"tenant"`
-	Principal string          `json:"principal"`
-	Role      dockettype.Role `json:"role"`
-	CreatedAt time.Time       `json:"created_at"`
+	ID         string          `json:"id"`
+	Key        string          `json:"key"`
+	Tenant     string          `json:"tenant"`
+	Principal  string          `json:"principal"`
+	Role       dockettype.Role `json:"role"`
+	AllTenants bool            `json:"all_tenants"`
+	CreatedAt  time.Time       `json:"created_at"`
 }
 
 type keysBody struct {
@@ -40,11 +42,12 @@ type keysBody struct {
 }
 
 func keyOf(k *store.APIKey) keyBody {
-	return keyBody{ID: k.ID, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+	return keyBody{ID: k.ID, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, AllTenants: k.AllTenants,
+		CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
 }
 
 // keyFields are the members of a POST /v1/admin/keys body.
-var keyFields = map[string]bool{"tenant": true, "principal": true, "role": true}
+var keyFields = map[string]bool{"tenant": true, "principal": true, "role": true, "all_tenants": true}
 
 // createKey serves POST /v1/admin/keys: a new key for (tenant, principal,
 // role), the tenant created with the default limit when missing. The key
@@ -77,13 +80,22 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request, _ dockettype.
 			}
 		}
 	}
+	var allTenants bool
+	if v, ok := raw["all_tenants"]; ok {
+		if err := json.Unmarshal(v, &allTenants); err != nil {
+			writeError(w, r, invalidRequest(`"all_tenants" must be true or false`))
+			return
+		}
+	}
 	switch {
 	case !auth.ValidName(tenant):
 		err = invalidRequest(`"tenant" is required: 1-64 characters of [A-Za-z0-9._@-]`)
 	case !auth.ValidName(principal):
 		err = invalidRequest(`"principal" is required: 1-64 characters of [A-Za-z0-9._@-]`)
-	case role != string(dockettype.RoleMember) && role != string(dockettype.RoleAdmin):
-		err = invalidRequest(`"role" must be "member" or "admin"`)
+	case !dockettype.Role(role).Valid():
+		err = invalidRequest(`"role" must be "member", "admin" or "worker"`)
+	case allTenants && role != string(dockettype.RoleWorker):
+		err = invalidRequest(`"all_tenants" is for worker keys only`)
 	}
 	if err != nil {
 		writeError(w, r, err)
@@ -95,14 +107,22 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request, _ dockettype.
 		writeError(w, r, s.adminStoreError(ctx, "admin_keys", err))
 		return
 	}
-	key, k, err := auth.CreateKey(ctx, s.adminStore, now, tenant, principal, dockettype.Role(role))
+	var (
+		key string
+		k   *store.APIKey
+	)
+	if role == string(dockettype.RoleWorker) {
+		key, k, err = auth.CreateWorkerKey(ctx, s.adminStore, now, tenant, principal, allTenants)
+	} else {
+		key, k, err = auth.CreateKey(ctx, s.adminStore, now, tenant, principal, dockettype.Role(role))
+	}
 	if err != nil {
 		writeError(w, r, s.adminStoreError(ctx, "admin_keys", err))
 		return
 	}
 	s.log.InfoContext(ctx, "api key created", "key_id", k.ID, "tenant", k.Tenant, "role", k.Role)
 	writeJSON(w, r, http.StatusCreated, createdKeyBody{
-		ID: k.ID, Key: key, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, CreatedAt: k.CreatedAt,
+		ID: k.ID, Key: key, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, AllTenants: k.AllTenants, CreatedAt: k.CreatedAt,
 	})
 }
 

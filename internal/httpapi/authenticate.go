@@ -13,8 +13,33 @@ import (
 type principalHandler func(w http.ResponseWriter, r *http.Request, p dockettype.Principal)
 
 // authenticated resolves the request's bearer key before h runs. A missing
-// or unknown key is 401; a key store that cannot answer is 503.
+// or unknown key is 401; a key store that cannot answer is 503. A worker
+// key is 403 here: it can call the worker API only.
 func (s *server) authenticated(h principalHandler) http.HandlerFunc {
+	return s.withKey(func(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+		if p.Role == dockettype.RoleWorker {
+			writeError(w, r, dockettype.NewError(dockettype.CodeForbidden, "a worker key can call only /v1/worker/*"))
+			return
+		}
+		h(w, r, p)
+	})
+}
+
+// workerKey resolves the key like authenticated and refuses every key
+// whose role is not worker: member and admin keys cannot claim.
+func (s *server) workerKey(h principalHandler) http.HandlerFunc {
+	return s.withKey(func(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+		if p.Role != dockettype.RoleWorker {
+			writeError(w, r, dockettype.NewError(dockettype.CodeForbidden, "this call needs a worker key (role worker)"))
+			return
+		}
+		h(w, r, p)
+	})
+}
+
+// withKey resolves the request's bearer key before h runs, whatever its
+// role.
+func (s *server) withKey(h principalHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key, ok := bearerKey(r.Header.Values("Authorization"))
 		if !ok {

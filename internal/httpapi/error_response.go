@@ -27,6 +27,7 @@ var statusOf = map[dockettype.Code]int{
 	dockettype.CodeNotFound:            http.StatusNotFound,
 	dockettype.CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
 	dockettype.CodeIdempotencyConflict: http.StatusConflict,
+	dockettype.CodeBuiltinWorkflow:     http.StatusConflict,
 	dockettype.CodePayloadTooLarge:     http.StatusRequestEntityTooLarge,
 	dockettype.CodeQueueFull:           http.StatusTooManyRequests,
 	dockettype.CodeTenantQuotaExceeded: http.StatusTooManyRequests,

@@ -107,7 +107,22 @@ type Options struct {
 	// DefaultTenantLimit is the in-flight limit of a tenant the admin API
 	// creates (0: unlimited).
 	DefaultTenantLimit int
+
+	// Remote, when set, serves the worker API (/v1/worker/*).
+	Remote RemoteWorkers
+	// LeaseTTL tells GET /v1/admin/workers which workers are connected
+	// (seen within it).
+	LeaseTTL time.Duration
+	// MaxWorkerWaits bounds the idle workers' long polls (claims with
+	// wait_ms) held at once; default DefaultMaxWorkerWaits; < 0: no bound.
+	MaxWorkerWaits int
+	// Workflows, when set with Admin, serves the admin API's workflow
+	// routes (remote workflows).
+	Workflows WorkflowAdmin
 }
+
+// DefaultMaxWorkerWaits bounds the idle workers' claims held at once.
+const DefaultMaxWorkerWaits = 10_000
 
 // server holds the handler's dependencies.
 type server struct {
@@ -120,6 +135,10 @@ type server struct {
 	bodyTimeout  time.Duration
 	maxTimeout   time.Duration
 	waits        *waitLimiter
+	workerWaits  *waitLimiter
+	leaseTTL     time.Duration
+	remote       RemoteWorkers
+	workflows    WorkflowAdmin
 	log          *slog.Logger
 	metrics      *metrics.Metrics
 	clock        clockwork.Clock
@@ -165,6 +184,9 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 	if opts.MaxWaitsPerTenant == 0 {
 		opts.MaxWaitsPerTenant = DefaultMaxWaitsPerTenant
 	}
+	if opts.MaxWorkerWaits == 0 {
+		opts.MaxWorkerWaits = DefaultMaxWorkerWaits
+	}
 	if opts.MaxTimeout <= 0 {
 		opts.MaxTimeout = time.Duration(math.MaxInt64)
 	}
@@ -178,6 +200,10 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		bodyTimeout:  opts.BodyTimeout,
 		maxTimeout:   opts.MaxTimeout,
 		waits:        newWaitLimiter(opts.MaxWaits, opts.MaxWaitsPerTenant, opts.Metrics.HTTPLongPolls),
+		workerWaits:  newWaitLimiter(opts.MaxWorkerWaits, -1, opts.Metrics.WorkerLongPolls),
+		remote:       opts.Remote,
+		leaseTTL:     opts.LeaseTTL,
+		workflows:    opts.Workflows,
 		log:          opts.Logger.With("component", "http"),
 		metrics:      opts.Metrics,
 		clock:        opts.Clock,
@@ -251,6 +277,7 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/ui", serveDashboard},
 		{http.MethodGet, "/ui/{file}", serveDashboardFile},
 	}
+	routes = append(routes, s.workerRoutes()...)
 	return append(routes, s.adminRoutes()...)
 }
 

@@ -1,7 +1,7 @@
 // Package leasetoken makes and checks the lease tokens of remote workers.
 //
-// A token names one claim of one task: the task, its tenant, the lease
-// epoch, and the attempt with its budget, followed by a MAC over them and
+// A token names one claim of one task: the task, its tenant and pool, the
+// lease epoch, and the attempt with its budget, followed by a MAC over them and
 // the ID of the API key that claimed. The MAC is keyed with a secret of the
 // installation (stored once in the database, shared by every node), so a
 // worker cannot make a token for another task or epoch, alter one, or
@@ -41,6 +41,7 @@ var ErrInvalid = errors.New("leasetoken: invalid lease token")
 type Claims struct {
 	TaskID      string
 	Tenant      string
+	Pool        string
 	Epoch       int64
 	Attempt     int
 	MaxAttempts int
@@ -92,6 +93,8 @@ func encode(c Claims) []byte {
 	b = append(b, c.TaskID...)
 	b = binary.AppendUvarint(b, uint64(len(c.Tenant)))
 	b = append(b, c.Tenant...)
+	b = binary.AppendUvarint(b, uint64(len(c.Pool)))
+	b = append(b, c.Pool...)
 	b = binary.AppendUvarint(b, uint64(c.Epoch))
 	b = binary.AppendUvarint(b, uint64(c.Attempt))
 	return binary.AppendUvarint(b, uint64(c.MaxAttempts))
@@ -116,14 +119,15 @@ func decode(b []byte) (Claims, bool) {
 		b = b[k:]
 		return n, true
 	}
-	var ok1, ok2, ok3, ok4, ok5 bool
+	var ok1, ok2, ok3, ok4, ok5, ok6 bool
 	var epoch, attempt, maxAttempts uint64
 	c.TaskID, ok1 = str()
 	c.Tenant, ok2 = str()
+	c.Pool, ok6 = str()
 	epoch, ok3 = num()
 	attempt, ok4 = num()
 	maxAttempts, ok5 = num()
-	if !(ok1 && ok2 && ok3 && ok4 && ok5) || len(b) != 0 || c.TaskID == "" || attempt > 1<<30 || maxAttempts > 1<<30 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || len(b) != 0 || c.TaskID == "" || attempt > 1<<30 || maxAttempts > 1<<30 {
 		return Claims{}, false
 	}
 	c.Epoch, c.Attempt, c.MaxAttempts = int64(epoch), int(attempt), int(maxAttempts)

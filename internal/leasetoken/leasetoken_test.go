@@ -9,7 +9,7 @@ import (
 
 var (
 	secret = bytes.Repeat([]byte{7}, 32)
-	claims = Claims{TaskID: "01a2332c-4148-7383-aea8-6b3b912c78b8", Tenant: "acme", Epoch: 3, Attempt: 2, MaxAttempts: 5}
+	claims = Claims{TaskID: "01a2332c-4148-7383-aea8-6b3b912c78b8", Tenant: "acme", Pool: "online", Epoch: 3, Attempt: 2, MaxAttempts: 5}
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -44,6 +44,7 @@ func TestRefused(t *testing.T) {
 		"no prefix":               {secret, "key_a", strings.TrimPrefix(tok, Prefix)},
 		"not base64":              {secret, "key_a", Prefix + "!!!"},
 		"empty":                   {secret, "key_a", ""},
+		"a line break inside":     {secret, "key_a", tok[:10] + "\r\n" + tok[10:]},
 		"too long":                {secret, "key_a", Prefix + strings.Repeat("A", maxToken)},
 		"the next epoch's fields": {secret, "key_a", Prefix + base64.RawURLEncoding.EncodeToString(append(encode(next), raw[len(raw)-macLen:]...))},
 	} {

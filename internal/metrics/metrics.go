@@ -18,7 +18,7 @@ type Metrics struct {
 	AdmissionRejections *prometheus.CounterVec   // code
 	TerminalOutcomes    *prometheus.CounterVec   // pool, state
 	Retries             *prometheus.CounterVec   // pool, code
-	FencingRejections   *prometheus.CounterVec   // operation (finish|heartbeat|evidence)
+	FencingRejections   *prometheus.CounterVec   // operation (finish|heartbeat|evidence|remote_finish|remote_heartbeat|remote_evidence|forged_lease)
 	StoreErrors         *prometheus.CounterVec   // operation
 	WorkerPanics        *prometheus.CounterVec   // workflow
 	WorkerErrors        *prometheus.CounterVec   // workflow, code
@@ -37,8 +37,10 @@ type Metrics struct {
 	HTTPRequests        *prometheus.CounterVec   // route, status
 	HTTPDuration        *prometheus.HistogramVec // route, class (2xx, 4xx, …)
 	HTTPLongPolls       prometheus.Gauge         // long polls (GET ?wait=) being held
+	WorkerLongPolls     prometheus.Gauge         // idle remote workers' claims being held
 	ClockOffset         prometheus.Gauge         // the database's clock minus this node's (clock sync)
 	HTTPConnections     prometheus.Gauge         // open client connections
+	RemoteWorkers       prometheus.Gauge         // remote workers this node answered within the lease TTL
 
 	// Schedulers records the ticks of this node's schedulers (admin stats,
 	// docket_scheduler_lag_seconds).
@@ -92,7 +94,9 @@ func New() *Metrics {
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "route", "class"),
 		ClockOffset:     gauge("clock_offset_seconds", "The database's clock minus this node's, as last measured; lease expiries and deadlines use the database's."),
 		HTTPLongPolls:   gauge("http_long_polls", "Long polls (GET /v1/tasks/{id}?wait=) being held."),
+		WorkerLongPolls: gauge("worker_long_polls", "Claims of idle remote workers (POST /v1/worker/claim with wait_ms) being held."),
 		HTTPConnections: gauge("http_open_connections", "Open client connections (bounded by --max-connections)."),
+		RemoteWorkers:   gauge("remote_workers", "Remote workers this node answered within the lease TTL."),
 		Schedulers:      newSchedulerRuns(),
 	}
 	return m

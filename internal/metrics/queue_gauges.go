@@ -17,6 +17,8 @@ type PoolQueue struct {
 	InFlight int // non-terminal tasks
 	Queued   int
 	Running  int
+	// RemoteRunning counts the running tasks that remote workers hold.
+	RemoteRunning int
 	// OldestQueuedAt is when the oldest task waiting to run was created
 	// (nil when none waits).
 	OldestQueuedAt *time.Time
@@ -68,6 +70,7 @@ var (
 	poolCapacityDesc = prometheus.NewDesc("docket_pool_capacity", "Most non-terminal tasks a pool admits (pools with a capacity).", []string{"pool"}, nil)
 	poolInUseDesc    = prometheus.NewDesc("docket_pool_capacity_in_use_ratio", "In-flight tasks of a pool over its capacity (0 to 1).", []string{"pool"}, nil)
 	poolOldestDesc   = prometheus.NewDesc("docket_pool_oldest_queued_age_seconds", "Age of the oldest task of a pool waiting to run (0 when none waits).", []string{"pool"}, nil)
+	remoteLeasesDesc = prometheus.NewDesc("docket_remote_leases", "Tasks of a pool running in remote workers (all nodes).", []string{"pool"}, nil)
 )
 
 // queueCollector reads the store at scrape time through a small cache:
@@ -84,7 +87,7 @@ type queueCollector struct {
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{poolQueuedDesc, poolRunningDesc, poolInFlightDesc, poolCapacityDesc, poolInUseDesc, poolOldestDesc} {
+	for _, d := range []*prometheus.Desc{poolQueuedDesc, poolRunningDesc, poolInFlightDesc, poolCapacityDesc, poolInUseDesc, poolOldestDesc, remoteLeasesDesc} {
 		ch <- d
 	}
 }
@@ -101,6 +104,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(poolQueuedDesc, float64(p.Queued), p.Pool)
 		gauge(poolRunningDesc, float64(p.Running), p.Pool)
 		gauge(poolInFlightDesc, float64(p.InFlight), p.Pool)
+		gauge(remoteLeasesDesc, float64(p.RemoteRunning), p.Pool)
 		if p.Capacity > 0 {
 			gauge(poolCapacityDesc, float64(p.Capacity), p.Pool)
 			gauge(poolInUseDesc, float64(p.InFlight)/float64(p.Capacity), p.Pool)

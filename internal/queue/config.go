@@ -37,6 +37,9 @@ type Config struct {
 	CleanerInterval  time.Duration
 	DeadlineInterval time.Duration // default 1s
 	PollInterval     time.Duration // fallback claim poll when idle; default 1s
+	// WorkerFlushInterval is how often the node writes the remote workers
+	// it saw to the store (GET /v1/admin/workers); default 2s.
+	WorkerFlushInterval time.Duration
 
 	DefaultTimeout     time.Duration // deadline of tasks that name none; default 10m
 	MaxTimeout         time.Duration // largest timeout a submission may ask; default 24h
@@ -106,6 +109,7 @@ func (c *Config) setDefaults() error {
 	setDur(&c.CleanerInterval, time.Minute)
 	setDur(&c.DeadlineInterval, time.Second)
 	setDur(&c.PollInterval, time.Second)
+	setDur(&c.WorkerFlushInterval, 2*time.Second)
 	setDur(&c.DefaultTimeout, 10*time.Minute)
 	setDur(&c.MaxTimeout, 24*time.Hour)
 	setInt(&c.DefaultMaxAttempts, 3)

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 )
@@ -23,6 +24,14 @@ type Runtime interface {
 type Resolution struct {
 	Pool          dockettype.Pool
 	ConfigVersion string
+	// Remote marks a workflow that remote workers run (the worker API):
+	// its tasks wait in the workflow's own queue of their pool, which the
+	// node's pools never claim. Run is never called for it.
+	Remote bool
+	// DefaultTimeout and DefaultMaxAttempts, when set, replace the
+	// server's defaults for a submission that names none.
+	DefaultTimeout     time.Duration
+	DefaultMaxAttempts int
 }
 
 // Invocation is one attempt of one task, as the server claimed it.

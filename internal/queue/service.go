@@ -49,6 +49,10 @@ type Service struct {
 	wakeups  *queueWakeups
 	draining *drainSignal
 
+	// The worker API's state: the lease-token key and the workers seen.
+	leaseKeys leaseKeys
+	workers   *workerRegistry
+
 	// signals lets tests wait on the components; set before Start.
 	signals *testSignals
 
@@ -69,6 +73,8 @@ type running struct {
 	cleaner    *Cleaner              // nil when Retention is 0
 	listener   *notificationListener // nil when the store sends no notifications
 	clockSync  *clockSync            // nil unless Config.SyncClock
+	remote     store.Store           // the worker API's fork
+	workers    *WorkerRegistryFlusher
 }
 
 // New builds a Service. It starts nothing: call Start.
@@ -96,6 +102,7 @@ func New(st Store, rt Runtime, cfg Config) (*Service, error) {
 		leases:      newLeaseRegistry(),
 		draining:    newDrainSignal(),
 		wakeups:     newQueueWakeups(),
+		workers:     newWorkerRegistry(),
 		signals:     &testSignals{},
 	}
 	s.waiters = newWaiters()
@@ -144,6 +151,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if r.cleaner != nil {
 		starts = append(starts, r.cleaner.Start)
 	}
+	starts = append(starts, r.workers.Start)
 	if r.listener != nil {
 		starts = append(starts, r.listener.Start)
 	}
@@ -236,6 +244,17 @@ func (s *Service) build() (*running, error) {
 	if l, ok := s.store.(store.Listener); ok {
 		r.listener = newNotificationListener(base("listener"), l, s.wakeups, s.waiters)
 	}
+	// The worker API's calls share a fork of their own, so that a flood of
+	// remote claims and finishes cannot take the connections the API's
+	// reads and the schedulers need.
+	if r.remote, err = fork("remote", store.ForkOptions{MaxConns: 4}); err != nil {
+		return fail(err)
+	}
+	if f, err = fork("workers", one); err != nil {
+		return fail(err)
+	}
+	r.workers = newWorkerRegistryFlusher(base("workers"), sched(cfg.WorkerFlushInterval), f, s.workers, cfg.LeaseTTL,
+		s.metrics, &s.signals.workers)
 	if cfg.Retention > 0 {
 		if f, err = fork("cleaner", one); err != nil {
 			return fail(err)
@@ -280,6 +299,7 @@ func (s *Service) stopAll(r *running) {
 	if r.cleaner != nil {
 		r.cleaner.Stop()
 	}
+	r.workers.Stop()
 	if r.listener != nil {
 		r.listener.Stop()
 	}

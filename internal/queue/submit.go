@@ -115,12 +115,22 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		pool = req.Pool
 	}
 	timeout := s.cfg.DefaultTimeout
+	if res.DefaultTimeout > 0 {
+		timeout = min(res.DefaultTimeout, s.cfg.MaxTimeout)
+	}
 	if req.TimeoutMS > 0 {
 		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
 	}
 	maxAttempts := s.cfg.DefaultMaxAttempts
+	if res.DefaultMaxAttempts > 0 {
+		maxAttempts = min(res.DefaultMaxAttempts, s.cfg.MaxAttemptsLimit)
+	}
 	if req.MaxAttempts > 0 {
 		maxAttempts = req.MaxAttempts
+	}
+	var queue store.Queue // the pool's own
+	if res.Remote {
+		queue = store.RemoteQueue(pool, req.Workflow)
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -146,6 +156,7 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		TraceID:        traceID,
 		ConfigVersion:  res.ConfigVersion,
 		Input:          input,
+		Queue:          queue,
 		PoolCapacity:   s.cfg.pool(pool).Capacity,
 	}, nil
 }

@@ -187,11 +187,17 @@ func validWorkflowCode(c dockettype.Code) bool {
 // RetryBackoffBase, capped at RetryBackoffMax, with ±20% jitter so that
 // tasks failing together do not retry together.
 func (w *worker) backoff(attempt int) time.Duration {
-	d := w.cfg.RetryBackoffBase
-	for i := 1; i < attempt && d < w.cfg.RetryBackoffMax; i++ {
+	return retryBackoff(w.cfg.RetryBackoffBase, w.cfg.RetryBackoffMax, attempt)
+}
+
+// retryBackoff is the delay before retry number attempt, for in-process
+// and remote attempts alike (see worker.backoff).
+func retryBackoff(base, limit time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < limit; i++ {
 		d *= 2
 	}
-	d = min(d, w.cfg.RetryBackoffMax)
+	d = min(d, limit)
 	jitter := time.Duration(rand.Int64N(int64(d)/5+1)) * 2
 	return d - d/5 + jitter
 }

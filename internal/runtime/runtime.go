@@ -33,6 +33,15 @@ func New(reg *workflow.Registry, config ConfigSource) *Runtime {
 	return &Runtime{reg: reg, config: config}
 }
 
+// Names returns the registered workflows' names, sorted.
+func (r *Runtime) Names() []string { return r.reg.Names() }
+
+// Pool returns a registered workflow's default pool.
+func (r *Runtime) Pool(name string) (dockettype.Pool, bool) {
+	def, ok := r.reg.Lookup(name)
+	return def.Pool, ok
+}
+
 // Resolve reports a registered workflow's default pool and the current
 // configuration version.
 func (r *Runtime) Resolve(ctx context.Context, name string) (queue.Resolution, error) {

@@ -458,6 +458,8 @@ type PoolStats struct {
 	InFlight int // non-terminal tasks: what capacity is checked against
 	Queued   int // InFlight - Running
 	Running  int
+	// RemoteRunning is the part of Running that remote workers hold.
+	RemoteRunning int
 	// OldestQueuedAt is the creation time of the oldest task waiting to
 	// run (nil when none).
 	OldestQueuedAt *time.Time

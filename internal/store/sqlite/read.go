@@ -171,11 +171,12 @@ func (s *Backend) Stats(ctx context.Context) (*store.Stats, error) {
 		err := s.r.QueryRowContext(ctx, `SELECT
 				(SELECT coalesce(sum(n), 0) FROM counters WHERE scope = 'pool' AND key = ?1),
 				(SELECT count(*) FROM task_queue WHERE state = 'running' AND (queue = ?1 OR queue LIKE ?2)),
+				(SELECT count(*) FROM task_queue WHERE state = 'running' AND queue LIKE ?2),
 				(SELECT min((SELECT created_at FROM task_queue q
 					WHERE q.queue = tq.queue AND q.tenant = tq.tenant AND q.state = 'queued' AND q.run_after IS NULL
 					ORDER BY priority DESC, id LIMIT 1))
 				FROM tenant_queues tq WHERE (tq.queue = ?1 OR tq.queue LIKE ?2) AND tq.queued > 0)`,
-			string(pool), string(store.RemoteQueue(pool, "%"))).Scan(&ps.InFlight, &ps.Running, &oldest)
+			string(pool), string(store.RemoteQueue(pool, "%"))).Scan(&ps.InFlight, &ps.Running, &ps.RemoteRunning, &oldest)
 		if err != nil {
 			return nil, interpretError("stats", err)
 		}

@@ -56,8 +56,8 @@ func (su suite) testRemote(t *testing.T) {
 		// Both count against the one pool's capacity and the tenant's limit.
 		wantUsage(t, s, dockettype.PoolOnline, 2, tenantA, 2)
 		pools, _ := stats(t, s)
-		if pools[dockettype.PoolOnline].Running != 2 {
-			t.Errorf("online running = %d, want 2 (its own queue and the remote one)", pools[dockettype.PoolOnline].Running)
+		if p := pools[dockettype.PoolOnline]; p.Running != 2 || p.RemoteRunning != 1 {
+			t.Errorf("online running = %d (remote %d), want 2 (its own queue and the remote one), 1 remote", p.Running, p.RemoteRunning)
 		}
 		// A remote task's outcome releases its pool's unit.
 		finishOne(t, s, at(time.Second), succeed(got[0].Lease()), true)
