@@ -145,4 +145,3 @@ func (s *Service) claimQueues(ctx context.Context, st remoteStore, key []byte, w
 	}
 	return out, nil
 }
-

@@ -134,7 +134,9 @@ type verified struct {
 	claims leasetoken.Claims
 }
 
-func (v verified) lease() store.Lease { return store.Lease{TaskID: v.claims.TaskID, Epoch: v.claims.Epoch} }
+func (v verified) lease() store.Lease {
+	return store.Lease{TaskID: v.claims.TaskID, Epoch: v.claims.Epoch}
+}
 
 // verify checks tokens for the worker's key. The second result holds, per
 // token, its claims or, when invalid (altered, forged, another key's, or a
