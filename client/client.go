@@ -387,3 +387,20 @@ func traceIDOf(tp string) string {
 	}
 	return parts[1]
 }
+
+// Call sends one JSON request to path (for example "/v1/worker/claim") and
+// decodes a 2xx answer into out (nil: discard it). It is the call behind
+// the typed methods, for calls the Client has no method of its own for,
+// such as the worker API that package worker speaks. in is marshaled to
+// JSON (nil: no body). Any other status is an *Error.
+func (c *Client) Call(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("docket: %s %s: encode request: %w", method, path, err)
+		}
+	}
+	_, err := c.do(ctx, method, path, nil, nil, body, out)
+	return err
+}
