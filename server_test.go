@@ -13,6 +13,7 @@ import (
 	"github.com/docket-dev/docket"
 	"github.com/docket-dev/docket/client"
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/storeopen"
@@ -117,11 +118,11 @@ func TestPoolGaugesAndVersion(t *testing.T) {
 }
 
 // A tenant created on first use gets the default in-flight limit; 0 takes
-// DefaultTenantLimit, < 0 is unlimited; the admin API creates tenants with
-// it too.
+// the default, Unlimited (< 0) is unlimited; the admin API creates tenants
+// with it too.
 func TestDefaultTenantLimit(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct{ cfg, want int }{{0, docket.DefaultTenantLimit}, {5, 5}, {-1, 0}} {
+	for _, tt := range []struct{ cfg, want int }{{0, defaults.TenantLimit}, {5, 5}, {-1, 0}} {
 		db := filepath.Join(t.TempDir(), "docket.db")
 		srv, key := startServer(t, docket.Config{DB: db, DefaultTenantLimit: tt.cfg})
 		req, _ := http.NewRequest(http.MethodPatch, srv.URL()+"/v1/admin/tenants/newco", strings.NewReader(`{"weight":2}`))
@@ -159,12 +160,5 @@ func TestReadmeListsEveryCode(t *testing.T) {
 		if !strings.Contains(string(readme), "| `"+string(c)+"` |") {
 			t.Errorf("README's code table lacks %s", c)
 		}
-	}
-}
-
-func TestRedactDB(t *testing.T) {
-	t.Parallel()
-	if got := docket.RedactDB("postgres://u:pw@h/db?password=pw2"); strings.Contains(got, "pw") {
-		t.Fatalf("RedactDB = %s", got)
 	}
 }

@@ -1,6 +1,6 @@
 // Package logtest gives tests a JSON slog.Logger whose every line is checked,
 // when the test ends, for things Docket must never log: payload canaries and
-// database or SQL error text (R8), and for a key given twice in one line
+// database or SQL error text, and for a key given twice in one line
 // (two components naming themselves, say), which log search cannot read.
 // Guard extends the check to the default logger of a whole test binary.
 package logtest
