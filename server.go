@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/node"
 	"github.com/docket-dev/docket/workflow"
 )
@@ -13,16 +12,16 @@ import (
 // Unlimited, given to a limit of Config (a pool's capacity,
 // DefaultTenantLimit, MaxWaits, MaxWaitsPerTenant) or to Retention, lifts
 // it. The CLI's flags spell it -1 too.
-const Unlimited = defaults.Unlimited
+const Unlimited = -1
 
 // NoWorkers, given to OnlineWorkers or OfflineWorkers, runs no workers for
 // that pool on this node: it still admits tasks, which other nodes run.
-const NoWorkers = defaults.NoWorkers
+const NoWorkers = -1
 
 // Modes.
 const (
-	ModeDemo  = node.ModeDemo  // frozen seed rules, demo workflows enabled
-	ModePilot = node.ModePilot // requires a published rule set version; demo workflows disabled
+	ModeDemo  = "demo"  // frozen seed rules, demo workflows enabled
+	ModePilot = "pilot" // requires a published rule set version; demo workflows disabled
 )
 
 // ErrNoPublishedRules is returned by New in pilot mode when no rule set

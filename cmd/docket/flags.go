@@ -222,7 +222,15 @@ func (v *durationValue) String() string {
 	if v.unlimited && *v.d < 0 {
 		return strconv.Itoa(defaults.Unlimited)
 	}
-	return v.d.String()
+	// 1m and 168h rather than 1m0s and 168h0m0s: the README's spelling.
+	out := v.d.String()
+	if trimmed, ok := strings.CutSuffix(out, "m0s"); ok {
+		out = trimmed + "m"
+	}
+	if trimmed, ok := strings.CutSuffix(out, "h0m"); ok {
+		out = trimmed + "h"
+	}
+	return out
 }
 
 // Type names the value in --help.

@@ -66,7 +66,7 @@ type running struct {
 	recovery   *RecoveryScheduler
 	heartbeat  *HeartbeatScheduler
 	deadline   *DeadlineScheduler
-	cleaner    *Cleaner              // nil when Retention is 0
+	cleaner    *Cleaner              // nil when Retention is Unlimited (< 0)
 	listener   *notificationListener // nil when the store sends no notifications
 	clockSync  *clockSync            // nil unless Config.SyncClock
 }
