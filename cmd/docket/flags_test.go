@@ -168,3 +168,28 @@ func TestHiddenFlagsStayHidden(t *testing.T) {
 		}
 	}
 }
+
+// The admin commands that create tenants read --default-tenant-limit as
+// serve does: 0 is the default, -1 unlimited.
+func TestAdminDefaultTenantLimit(t *testing.T) {
+	db := t.TempDir() + "/docket.db"
+	if code, _, errOut := runCLI(t, "migrate", "--db", db); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
+	for _, tt := range []struct {
+		tenant, limit string
+		want          int
+	}{{"zero", "0", defaults.TenantLimit}, {"none", "-1", 0}, {"five", "5", 5}} {
+		code, _, errOut := runCLI(t, "keys", "create", "--db", db, "--tenant", tt.tenant, "--principal", "p", "--default-tenant-limit", tt.limit)
+		if code != 0 {
+			t.Fatalf("keys create --default-tenant-limit %s: %s", tt.limit, errOut)
+		}
+		if got := tenant(t, db, tt.tenant).MaxInFlight; got != tt.want {
+			t.Errorf("--default-tenant-limit %s: tenant limit %d, want %d (0: unlimited, as stored)", tt.limit, got, tt.want)
+		}
+	}
+	code, out, errOut := runCLI(t, "tenants", "set-limits", "--db", db, "--tenant", "five", "--max-in-flight", "-1")
+	if code != 0 || out != "tenant five: max in flight unlimited, weight 1\n" {
+		t.Errorf("set-limits --max-in-flight -1: exit %d, %q %s", code, out, errOut)
+	}
+}

@@ -17,9 +17,11 @@
 // Any negative value counts as Unlimited (or NoWorkers) where one is
 // accepted. Settings for which neither makes sense (durations of
 // schedulers, body sizes) take their default for zero and for negative
-// values alike.
+// values alike; the connection cap refuses a negative value.
 //
-//	ttl := defaults.Or(cfg.LeaseTTL, defaults.LeaseTTL)
+//	if c.Capacity == 0 {
+//		c.Capacity = defaults.Capacity
+//	} // < 0: Unlimited
 package defaults
 
 import (
@@ -105,15 +107,6 @@ func AdmitCommitters(db string) int {
 		return 2
 	}
 	return 1
-}
-
-// Or returns v, or def when v is zero or negative: for settings that have
-// no Unlimited.
-func Or[T ~int | ~int64](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // StoredTenantLimit returns the in-flight limit a tenant created on first

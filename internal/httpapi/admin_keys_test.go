@@ -177,7 +177,7 @@ func TestAdminKeys(t *testing.T) {
 // A key revoked through one node is refused by every node: at once by the
 // node that revoked it, even though it had the key cached, and by the
 // others when their cache entry expires (the contract allows 5 s; nodes
-// cache keys for docket.KeyCacheTTL). Without a cache, every node refuses
+// cache keys for node.KeyCacheTTL). Without a cache, every node refuses
 // it at once.
 func TestRevokedKeyIsRefusedOnEveryNode(t *testing.T) {
 	t.Parallel()
