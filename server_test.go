@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docket-dev/docket"
 	"github.com/docket-dev/docket/client"
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/logtest"
+	"github.com/docket-dev/docket/internal/quality"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/storeopen"
 	"github.com/docket-dev/docket/workflow"
@@ -117,11 +120,11 @@ func TestPoolGaugesAndVersion(t *testing.T) {
 }
 
 // A tenant created on first use gets the default in-flight limit; 0 takes
-// DefaultTenantLimit, < 0 is unlimited; the admin API creates tenants with
-// it too.
+// the default, Unlimited (< 0) is unlimited; the admin API creates tenants
+// with it too.
 func TestDefaultTenantLimit(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct{ cfg, want int }{{0, docket.DefaultTenantLimit}, {5, 5}, {-1, 0}} {
+	for _, tt := range []struct{ cfg, want int }{{0, defaults.TenantLimit}, {5, 5}, {-1, 0}} {
 		db := filepath.Join(t.TempDir(), "docket.db")
 		srv, key := startServer(t, docket.Config{DB: db, DefaultTenantLimit: tt.cfg})
 		req, _ := http.NewRequest(http.MethodPatch, srv.URL()+"/v1/admin/tenants/newco", strings.NewReader(`{"weight":2}`))
@@ -162,9 +165,77 @@ func TestReadmeListsEveryCode(t *testing.T) {
 	}
 }
 
-func TestRedactDB(t *testing.T) {
+// NoDemoWorkflows drops demo.echo, demo.sleep and demo.fail from demo mode;
+// quality.evaluate (on the seed rules) and the program's own workflows stay.
+func TestNoDemoWorkflows(t *testing.T) {
 	t.Parallel()
-	if got := docket.RedactDB("postgres://u:pw@h/db?password=pw2"); strings.Contains(got, "pw") {
-		t.Fatalf("RedactDB = %s", got)
+	reg := workflow.NewRegistry()
+	err := reg.Register("test.own", workflow.Definition{Pool: dockettype.PoolOnline,
+		Run: func(context.Context, *workflow.Binding, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`"mine"`), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, key := startServer(t, docket.Config{Workflows: reg, NoDemoWorkflows: true, OfflineWorkers: docket.NoWorkers})
+	c := client.New(srv.URL(), key)
+	for _, name := range []string{"demo.echo", "demo.sleep", "demo.fail"} {
+		_, err := c.Submit(context.Background(), &client.SubmitParams{IdempotencyKey: name, Workflow: name})
+		if !client.IsCode(err, dockettype.CodeUnknownWorkflow) {
+			t.Errorf("%s with NoDemoWorkflows: %v, want unknown_workflow", name, err)
+		}
+	}
+	for _, name := range []string{"test.own", "quality.evaluate"} {
+		res, err := c.Submit(context.Background(), &client.SubmitParams{IdempotencyKey: name, Workflow: name, Input: json.RawMessage(`{"text":"hi"}`)})
+		if err != nil {
+			t.Errorf("%s with NoDemoWorkflows: %v, want it admitted", name, err)
+			continue
+		}
+		if name == "quality.evaluate" && res.Task.ConfigVersion != "seed-1" {
+			t.Errorf("quality.evaluate pinned %q, want the seed rules", res.Task.ConfigVersion)
+		}
+	}
+}
+
+// Retention takes its default when zero, so the cleaner runs; Unlimited
+// keeps finished tasks, and no cleaner runs.
+func TestRetentionDefaultAndUnlimited(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		retention   time.Duration
+		wantCleaner bool
+	}{{0, true}, {docket.Unlimited, false}} {
+		srv, _ := startServer(t, docket.Config{Retention: tt.retention})
+		metrics := get(t, srv.URL()+"/metrics")
+		if got := strings.Contains(metrics, `docket_scheduler_lag_seconds{scheduler="cleaner"}`); got != tt.wantCleaner {
+			t.Errorf("Retention %v: cleaner running %v, want %v", tt.retention, got, tt.wantCleaner)
+		}
+	}
+}
+
+// The rule set the README's pilot walkthrough publishes is in the
+// repository, and `docket rules publish` accepts it.
+func TestExampleRulesParse(t *testing.T) {
+	t.Parallel()
+	body, err := os.ReadFile("examples/rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := quality.Parse(body)
+	if err != nil {
+		t.Fatalf("examples/rules.json: %v", err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "./docket rules publish examples/rules.json") {
+		t.Errorf("the README's pilot walkthrough does not publish examples/rules.json")
+	}
+	// The reply the walkthrough submits passes every rule, as it says.
+	reference := "When will my order 1042 arrive?"
+	rep := quality.Evaluate(rs, quality.Input{Text: "Hello Ada, your order 1042 has shipped and arrives on Friday.", Reference: &reference})
+	if rep.Verdict != quality.VerdictPass || rep.Passed != 5 {
+		t.Errorf("the walkthrough's reply: %+v, want a pass on all 5 rules", rep)
 	}
 }

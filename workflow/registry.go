@@ -9,13 +9,7 @@ import (
 	"sync"
 
 	"github.com/docket-dev/docket/dockettype"
-	"github.com/docket-dev/docket/internal/binding"
 )
-
-// Binding is the server-created context of one attempt: task, tenant,
-// author, pool, attempt, lease epoch, deadline and configuration version.
-// Only Docket creates bindings; workflow code reads them.
-type Binding = binding.Binding
 
 // Func is a workflow entry point. It returns the task's JSON result, or an
 // error: a *dockettype.Failure (see Fail) chooses the failure code and

@@ -11,9 +11,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/docket-dev/docket"
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/auth"
+	"github.com/docket-dev/docket/internal/defaults"
+	"github.com/docket-dev/docket/internal/dsn"
+	"github.com/docket-dev/docket/internal/node"
 	"github.com/docket-dev/docket/internal/quality"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/storeopen"
@@ -30,7 +32,7 @@ func migrateCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "migrations applied to %s\n", docket.RedactDB(*db))
+	fmt.Fprintf(stdout, "migrations applied to %s\n", dsn.Redact(*db))
 	return st.Close()
 }
 
@@ -38,19 +40,22 @@ func migrateCmd(args []string, stdout, stderr io.Writer) error {
 // does not exist is refused rather than created: a new empty database
 // would hold a key or a rule set that no server reads.
 func openExisting(ctx context.Context, db string) (store.Store, error) {
-	if !docket.IsPostgresURL(db) {
+	if !dsn.IsPostgres(db) {
 		if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no database at %s: check --db (only `docket serve` and `docket migrate` create one)", docket.RedactDB(db))
+			return nil, fmt.Errorf("no database at %s: check --db (only `docket serve` and `docket migrate` create one)", dsn.Redact(db))
 		}
 	}
 	return storeopen.Open(ctx, db, storeopen.Options{})
 }
 
+// defaultTenantLimitUsage is the help of --default-tenant-limit, a flag of
+// serve and of the admin commands that create tenants.
+var defaultTenantLimitUsage = fmt.Sprintf("in-flight limit of a tenant created on first use (%d: unlimited); tenants that exist keep theirs", defaults.Unlimited)
+
 // defaultTenantLimitFlag is --default-tenant-limit: the in-flight limit of
-// a tenant created on first use. Its flag value 0 means unlimited.
+// a tenant created on first use (0: the default; defaults.Unlimited: none).
 func defaultTenantLimitFlag(fs *flag.FlagSet) *int {
-	return fs.Int("default-tenant-limit", docket.DefaultTenantLimit,
-		"in-flight limit of a tenant created on first use (0: unlimited); tenants that exist keep theirs")
+	return fs.Int("default-tenant-limit", defaults.TenantLimit, defaultTenantLimitUsage)
 }
 
 const keysUsage = `usage: docket keys create --tenant T --principal P [--role member|admin] [flags]
@@ -88,9 +93,6 @@ func keysCreateCmd(args []string, stdout, stderr io.Writer) error {
 	if *tenant == "" || *principal == "" {
 		return errors.New("--tenant and --principal are required")
 	}
-	if *defaultLimit < 0 {
-		return errors.New("--default-tenant-limit must be >= 0 (0: unlimited)")
-	}
 	ctx := context.Background()
 	st, err := openExisting(ctx, *db)
 	if err != nil {
@@ -99,7 +101,7 @@ func keysCreateCmd(args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	now := time.Now()
 	if auth.ValidName(*tenant) {
-		_, err := st.EnsureTenant(ctx, &store.EnsureTenantParams{Now: now, ID: *tenant, DefaultMaxInFlight: *defaultLimit})
+		_, err := st.EnsureTenant(ctx, &store.EnsureTenantParams{Now: now, ID: *tenant, DefaultMaxInFlight: defaults.StoredTenantLimit(*defaultLimit)})
 		if err != nil {
 			return fmt.Errorf("create tenant: %w", err)
 		}
@@ -210,7 +212,7 @@ func keysRevokeCmd(args []string, stdout, stderr io.Writer) error {
 		return printJSON(stdout, keyJSONOf(k))
 	}
 	fmt.Fprintf(stdout, "key %s (%s/%s) revoked at %s; servers refuse it within %s\n",
-		k.ID, k.Tenant, k.Principal, k.RevokedAt.Local().Format(time.DateTime), docket.KeyCacheTTL)
+		k.ID, k.Tenant, k.Principal, k.RevokedAt.Local().Format(time.DateTime), node.KeyCacheTTL)
 	return nil
 }
 
@@ -293,17 +295,20 @@ func tenantsSetLimitsCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tenants set-limits", stderr)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant to configure (created if missing)")
-	maxInFlight := fs.Int("max-in-flight", 0, "most non-terminal tasks of the tenant (0: unlimited); unchanged when not given")
+	maxInFlight := fs.Int("max-in-flight", 0, fmt.Sprintf("most non-terminal tasks of the tenant (%d, or 0 as the API spells it: unlimited); unchanged when not given", defaults.Unlimited))
 	weight := fs.Int("weight", 1, "dispatch weight relative to other tenants (>= 1); unchanged when not given")
 	defaultLimit := defaultTenantLimitFlag(fs)
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	change := &tenantlimits.Change{Now: time.Now(), Tenant: *tenant, DefaultMaxInFlight: *defaultLimit}
+	change := &tenantlimits.Change{Now: time.Now(), Tenant: *tenant, DefaultMaxInFlight: defaults.StoredTenantLimit(*defaultLimit)}
 	// Flags given on the command line or by their environment variable.
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "max-in-flight":
+			if *maxInFlight == defaults.Unlimited {
+				*maxInFlight = 0 // the store's and the API's unlimited
+			}
 			change.MaxInFlight = maxInFlight
 		case "weight":
 			change.Weight = weight

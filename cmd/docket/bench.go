@@ -18,8 +18,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/docket-dev/docket"
 	"github.com/docket-dev/docket/internal/bench"
+	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/dsn"
 	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/store/storeopen"
@@ -41,17 +41,17 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	key := fs.String("key", "", "API key for --url (DOCKET_API_KEY)")
 	mode := fs.String("mode", string(bench.BurnDown), "burn-down, continuous or http")
 	n := fs.Int("n", 10000, "tasks: burn-down admits and drains this many; --url submits this many (default there: 5000)")
-	duration := fs.Duration("duration", 10*time.Second, "continuous, http: how long to measure")
+	duration := durationFlag(fs, "duration", 10*time.Second, "continuous, http: how long to measure")
 	clients := fs.Int("clients", 64, "http: concurrent HTTP clients, each submitting one task at a time")
 	tenants := fs.Int("tenants", 1, "spread the load over this many tenants")
-	workers := fs.Int("workers", 0, "online pool workers per node (0: 32 per CPU; -1, http only: none, admission alone)")
+	workers := fs.Int("workers", 0, fmt.Sprintf("online pool workers per node (0: %d per CPU; %d, http only: none, admission alone)", defaults.OnlineWorkersPerCPU, defaults.NoWorkers))
 	nodes := fs.Int("nodes", 1, "burn-down, continuous: nodes working the store at once, each with its own connections")
 	capacity := fs.Int("capacity", 100_000_000, "online pool capacity (checked on every admission)")
 	batch := fs.Int("batch", queue.MaxBatchItems, "tasks per batch admission (burn-down preload, continuous top-up)")
 	backlog := fs.Int("backlog", 5000, "continuous: tasks kept queued ahead of the workers")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of progress lines and a table")
-	sync := fs.String("sqlite-synchronous", "full", "SQLite durability: full (fsync every commit) or normal")
-	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
+	sync := fs.String("sqlite-synchronous", defaults.SQLiteSynchronous, "SQLite durability: full (fsync every commit) or normal")
+	timeout := durationFlag(fs, "timeout", 30*time.Minute, "give up after this long")
 	conc := fs.Int("concurrency", 32, "--url: concurrent submitting clients (and as many waiters)")
 	wf := fs.String("workflow", "demo.echo", "--url: workflow to run")
 	input := fs.String("input", `{"bench":true}`, "--url: task input JSON")
@@ -78,7 +78,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		if err := onlyFor(storeBenchFlags, "the bench of a running server (--url)"); err != nil {
 			return err
 		}
-		if !given["n"] {
+		if !isSet(fs, "n") { // neither -n nor DOCKET_N
 			*n = 5000 // this bench waits on every task: a smaller default
 		}
 		if *n <= 0 || *conc <= 0 {
@@ -101,7 +101,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	opts := bench.Options{
 		Mode: bench.Mode(*mode), Tasks: *n, Duration: *duration, Clients: *clients, Tenants: *tenants,
-		Workers: *workers, Nodes: *nodes, Capacity: *capacity, AdmitCommitters: docket.AdmitCommitters(*db), Batch: *batch, Backlog: *backlog, Timeout: *timeout,
+		Workers: *workers, Nodes: *nodes, Capacity: *capacity, AdmitCommitters: defaults.AdmitCommitters(*db), Batch: *batch, Backlog: *backlog, Timeout: *timeout,
 		// Warnings and errors only: the access log of http mode would
 		// drown the progress lines.
 		Logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -141,7 +141,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func storeKind(db string) string {
-	if docket.IsPostgresURL(db) {
+	if dsn.IsPostgres(db) {
 		return "postgres"
 	}
 	return "sqlite"
@@ -184,7 +184,7 @@ func printBenchTable(w io.Writer, r *bench.Result, kind, db string, batch int) {
 		row("answers", "%s", formatAnswers(r.Answers))
 	}
 	row("terminal", "%d  %s", r.Terminal, formatStates(r.States))
-	row("workers", "%d online per node, %d nodes, tenants %d, capacity %d", r.Workers, r.Nodes, r.Tenants, r.Capacity)
+	row("workers", "%d online per node, %s, %s, capacity %d", r.Workers, plural(r.Nodes, "node"), plural(r.Tenants, "tenant"), r.Capacity)
 	if r.Clients > 0 {
 		row("clients", "%d", r.Clients)
 	}
@@ -208,6 +208,15 @@ func formatAnswers(a map[int]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// plural spells a count of things: "1 node", "3 nodes".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// formatStates spells tasks by state, sorted: "failed 2, succeeded 1998".
 func formatStates[S ~string](states map[S]int) string {
 	var parts []string
 	for s, n := range states {

@@ -157,11 +157,11 @@ feed:
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	fmt.Fprintf(stdout, "workflow %s, %d tasks, %d clients\n", o.workflow, submitted, o.conc)
+	fmt.Fprintf(stdout, "workflow %s, %s, %s\n", o.workflow, plural(submitted, "task"), plural(o.conc, "client"))
 	fmt.Fprintf(stdout, "submit:     %8.0f tasks/s (%s)\n", float64(submitted)/submitDone.Seconds(), submitDone.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "end to end: %8.0f tasks/s (%s until all terminal)\n", float64(len(tasks))/total.Seconds(), total.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "latency admission→finish: p50 %s  p90 %s  p99 %s  max %s\n", pct(0.50), pct(0.90), pct(0.99), pct(1))
-	fmt.Fprintf(stdout, "states: %v\n", states)
+	fmt.Fprintf(stdout, "states: %s\n", formatStates(states))
 	return nil
 }
 

@@ -69,9 +69,10 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	timeoutMS := fs.Int64("timeout-ms", 0, "task deadline in milliseconds (default: the server's)")
 	priority := fs.Int("priority", 0, "priority within the tenant (-1000..1000)")
 	maxAttempts := fs.Int("max-attempts", 0, "attempts before failing (default: the server's)")
-	wait := fs.Duration("wait", 0, "wait up to this long for the task to finish")
+	wait := durationFlag(fs, "wait", 0, "wait up to this long for the task to finish")
 	runAt := fs.String("run-at", "", "start the task no earlier than this RFC 3339 time (its deadline counts from it)")
-	delay := fs.Duration("delay", 0, "start the task no earlier than this long from now (instead of --run-at)")
+	delay := durationFlag(fs, "delay", 0, "start the task no earlier than this long from now (instead of --run-at)")
+	asJSON := fs.Bool("json", !isTerminal(stdout), "print the API's JSON (the task); default: a summary on a terminal, JSON otherwise")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -118,7 +119,41 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	return printJSON(stdout, task)
+	if *asJSON {
+		return printJSON(stdout, task)
+	}
+	return printTaskSummary(stdout, task)
+}
+
+// printTaskSummary prints one task for a person: its main fields, then its
+// result or error once it has finished, or how to follow it.
+func printTaskSummary(w io.Writer, t *dockettype.Task) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	row("id", "%s", t.ID)
+	row("state", "%s", t.State)
+	row("workflow", "%s (pool %s)", t.Workflow, t.Pool)
+	row("attempt", "%d/%d", t.Attempt, t.MaxAttempts)
+	row("created", "%s", t.CreatedAt.Local().Format(time.DateTime))
+	if t.RunAt != nil {
+		row("runs at", "%s", t.RunAt.Local().Format(time.DateTime))
+	}
+	if t.FinishedAt != nil {
+		row("finished", "%s", t.FinishedAt.Local().Format(time.DateTime))
+	}
+	if len(t.Result) > 0 && string(t.Result) != "null" {
+		row("result", "%s", t.Result)
+	}
+	if t.Error != nil {
+		row("error", "%s: %s", t.Error.Code, t.Error.Message)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !t.State.Terminal() {
+		fmt.Fprintf(w, "\nfollow it: docket get --wait 30s %s\n", t.ID)
+	}
+	return nil
 }
 
 // idArg parses a command that takes one task ID, before or after its
@@ -144,7 +179,7 @@ func idArg(name string, args []string, stderr io.Writer, extra func(*flag.FlagSe
 func getCmd(args []string, stdout, stderr io.Writer) error {
 	var wait *time.Duration
 	c, id, err := idArg("get", args, stderr, func(fs *flag.FlagSet) {
-		wait = fs.Duration("wait", 0, "wait up to this long for the task to finish")
+		wait = durationFlag(fs, "wait", 0, "wait up to this long for the task to finish")
 	})
 	if err != nil {
 		return err

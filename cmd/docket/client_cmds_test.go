@@ -152,3 +152,20 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: exit %d %q", code, out)
 	}
 }
+
+// submit takes --json as list does: the API's JSON when asked (and when
+// stdout is not a terminal), a summary for a person otherwise.
+func TestSubmitJSONAndSummary(t *testing.T) {
+	s := stack(t)
+	code, out, errOut := runCLI(t, "submit", "--url", s.URL, "--key", s.Key, "--workflow", "demo.echo", "--json")
+	var task dockettype.Task
+	if code != 0 || json.Unmarshal([]byte(out), &task) != nil || task.ID == "" || task.State != dockettype.StateQueued {
+		t.Fatalf("submit --json: exit %d, stdout %q, stderr %q; want the task as JSON", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "submit", "--url", s.URL, "--key", s.Key, "--workflow", "demo.echo", "--json=false")
+	lines := strings.Split(out, "\n")
+	if code != 0 || !strings.HasPrefix(lines[0], "id ") || !strings.Contains(out, "\nstate     queued\n") ||
+		!strings.Contains(out, "workflow  demo.echo (pool online)") || !strings.Contains(out, "follow it: docket get --wait 30s ") {
+		t.Fatalf("submit --json=false: exit %d, stdout:\n%s\nstderr %q", code, out, errOut)
+	}
+}

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/docket-dev/docket"
+	"github.com/docket-dev/docket/internal/dsn"
 	"github.com/docket-dev/docket/internal/faultcheck"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/storeopen"
@@ -26,12 +26,12 @@ func faultcheckCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("faultcheck", stderr)
 	db := fs.String("db", "", "database to check: a SQLite file (created if missing; use a scratch file) or a postgres:// URL (use a scratch database)")
 	scenario := fs.String("scenario", faultcheck.ScenarioAll, "kill9, pg-restart, conn-reset, ambiguous-commit, pause, clock-skew, a comma-separated list, or all")
-	duration := fs.Duration("duration", 2*time.Minute, "how long the load and the faults run; with several scenarios, shared evenly among them")
+	duration := durationFlag(fs, "duration", 2*time.Minute, "how long the load and the faults run; with several scenarios, shared evenly among them")
 	seed := fs.Uint64("seed", 0, "seed of the fault schedule and the load's choices (0: from the clock, printed)")
 	workDir := fs.String("workdir", "", "keep node logs, execution logs and histories here (default: a temporary folder, kept only when a scenario fails)")
 	clients := fs.Int("clients", 10, "concurrent client processes")
-	drain := fs.Duration("drain-timeout", 90*time.Second, "how long to wait, after the load, for every task to finish")
-	leaseTTL := fs.Duration("lease-ttl", 3*time.Second, "lease TTL of the servers under test (heartbeats every TTL/3, recovery every TTL/6)")
+	drain := durationFlag(fs, "drain-timeout", 90*time.Second, "how long to wait, after the load, for every task to finish")
+	leaseTTL := durationFlag(fs, "lease-ttl", 3*time.Second, "lease TTL of the servers under test (heartbeats every TTL/3, recovery every TTL/6)")
 	asJSON := fs.Bool("json", false, "print the reports as one JSON array instead of text")
 	// --db comes from the command line only: the checker adds tenants and
 	// tasks to it, and pg-restart stops its server.
@@ -64,7 +64,7 @@ func faultcheckCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	runnable := 0
 	for _, s := range scenarios {
-		if faultcheck.SkipReason(s, docket.IsPostgresURL(*db)) == "" {
+		if faultcheck.SkipReason(s, dsn.IsPostgres(*db)) == "" {
 			runnable++
 		}
 	}
@@ -72,7 +72,7 @@ func faultcheckCmd(args []string, stdout, stderr io.Writer) error {
 	if runnable > 1 {
 		per = *duration / time.Duration(runnable)
 	}
-	fmt.Fprintf(stderr, "faultcheck: %s, scenarios %v, %s of load each, seed %d\n", docket.RedactDB(*db), scenarios, per.Round(time.Second), *seed)
+	fmt.Fprintf(stderr, "faultcheck: %s, scenarios %v, %s of load each, seed %d\n", dsn.Redact(*db), scenarios, per.Round(time.Second), *seed)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

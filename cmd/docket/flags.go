@@ -7,7 +7,11 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/docket-dev/docket/internal/defaults"
 )
 
 // errUsage: what was wrong has been printed already; exit 2.
@@ -67,12 +71,13 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // parseArgs is parse that also returns the flags given on the command line,
-// and reads no environment variable for the flags named in noEnv.
+// and reads no environment variable for the flags named in noEnv (their
+// help says so).
 func parseArgs(fs *flag.FlagSet, args []string, noEnv ...string) (positional []string, given map[string]bool, err error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, nil, &helpError{text: helpText(fs)}
+				return nil, nil, &helpError{text: helpText(fs, noEnv)}
 			}
 			fmt.Fprintf(fs.Output(), "Run '%s --help' for its flags.\n", fs.Name())
 			return nil, nil, errUsage
@@ -100,9 +105,17 @@ func parseArgs(fs *flag.FlagSet, args []string, noEnv ...string) (positional []s
 	return positional, given, err
 }
 
+// isSet reports whether flag name was set, on the command line or by its
+// environment variable (after parse).
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // helpText renders a command's help: usage, summary, and each flag with
-// its environment variable and default.
-func helpText(fs *flag.FlagSet) string {
+// its environment variable (none for the flags in noEnv) and default.
+func helpText(fs *flag.FlagSet, noEnv []string) string {
 	var b strings.Builder
 	name := strings.TrimPrefix(fs.Name(), "docket ")
 	h, ok := commandHelp[name]
@@ -119,11 +132,18 @@ func helpText(fs *flag.FlagSet) string {
 			return
 		}
 		typ, usage := flag.UnquoteUsage(f)
+		if t, ok := f.Value.(interface{ Type() string }); ok && typ == "value" {
+			typ = t.Type()
+		}
 		fmt.Fprintf(&b, "  --%s", f.Name)
 		if typ != "" {
 			fmt.Fprintf(&b, " %s", typ)
 		}
-		fmt.Fprintf(&b, "   $%s\n        %s", envName(f.Name), usage)
+		if slices.Contains(noEnv, f.Name) {
+			fmt.Fprintf(&b, "   (command line only)\n        %s", usage)
+		} else {
+			fmt.Fprintf(&b, "   $%s\n        %s", envName(f.Name), usage)
+		}
 		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "0s" {
 			if typ == "string" {
 				fmt.Fprintf(&b, " (default %q)", f.DefValue)
@@ -148,5 +168,70 @@ func envName(flagName string) string {
 
 // dbFlag is the --db flag every database command takes.
 func dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", "./docket.db", "SQLite file path, or a postgres:// URL")
+	return fs.String("db", defaults.DB, "SQLite file path, or a postgres:// URL")
 }
+
+// durationFlag defines a duration flag whose error says what a bare number
+// lacks ("10" needs a unit).
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	d := new(time.Duration)
+	durationVar(fs, d, name, value, usage)
+	return d
+}
+
+// durationVar is durationFlag storing into d.
+func durationVar(fs *flag.FlagSet, d *time.Duration, name string, value time.Duration, usage string) {
+	*d = value
+	fs.Var(&durationValue{d: d}, name, usage)
+}
+
+// unlimitedDurationVar is durationVar for a setting that can be unlimited:
+// it also takes -1 (defaults.Unlimited), and any negative duration means
+// the same.
+func unlimitedDurationVar(fs *flag.FlagSet, d *time.Duration, name string, value time.Duration, usage string) {
+	*d = value
+	fs.Var(&durationValue{d: d, unlimited: true}, name, usage)
+}
+
+// durationValue is a flag.Value for a time.Duration.
+type durationValue struct {
+	d         *time.Duration
+	unlimited bool // -1 is defaults.Unlimited
+}
+
+func (v *durationValue) Set(s string) error {
+	if v.unlimited && s == strconv.Itoa(defaults.Unlimited) {
+		*v.d = defaults.Unlimited
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("needs a unit, e.g. %ss", s)
+		}
+		return errors.New("not a duration: a number with a unit, e.g. 10s, 500ms, 2m")
+	}
+	*v.d = d
+	return nil
+}
+
+func (v *durationValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	if v.unlimited && *v.d < 0 {
+		return strconv.Itoa(defaults.Unlimited)
+	}
+	// 1m and 168h rather than 1m0s and 168h0m0s: the README's spelling.
+	out := v.d.String()
+	if trimmed, ok := strings.CutSuffix(out, "m0s"); ok {
+		out = trimmed + "m"
+	}
+	if trimmed, ok := strings.CutSuffix(out, "h0m"); ok {
+		out = trimmed + "h"
+	}
+	return out
+}
+
+// Type names the value in --help.
+func (v *durationValue) Type() string { return "duration" }

@@ -14,7 +14,9 @@
 //
 // Every flag can also be set with an environment variable: --lease-ttl is
 // DOCKET_LEASE_TTL, --db is DOCKET_DB, and so on (`docket CMD --help` shows
-// each one).
+// each one), except the few that --help marks as read from the command line
+// only (bench's --db, --url and --mode, faultcheck's --db). A flag left at 0
+// takes its default; -1 lifts a limit (docket.Unlimited).
 package main
 
 import (

@@ -27,9 +27,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/defaults"
+	"github.com/docket-dev/docket/internal/inprocess"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/queue"
-	"github.com/docket-dev/docket/internal/runtime"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/workflow"
 )
@@ -254,10 +255,11 @@ func newHarness(st store.Store, opts Options) (*harness, error) {
 			h.forks = append(h.forks, f)
 			nodeStore = f
 		}
-		svc, err := queue.New(nodeStore, runtime.New(reg, nil), queue.Config{
+		svc, err := queue.New(nodeStore, inprocess.New(reg, nil), queue.Config{
 			NodeID:          fmt.Sprintf("bench-%s-%d", h.run, i+1),
 			Online:          queue.PoolConfig{Workers: opts.Workers, Capacity: opts.Capacity},
-			Offline:         queue.PoolConfig{Workers: -1},
+			Offline:         queue.PoolConfig{Workers: defaults.NoWorkers},
+			Retention:       defaults.Unlimited, // no cleaner: the bench keeps what it ran
 			AdmitCommitters: opts.AdmitCommitters,
 			Logger:          opts.Logger,
 			Metrics:         m,

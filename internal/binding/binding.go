@@ -1,9 +1,13 @@
-// Package binding holds the runtime binding the server hands to a workflow.
+// Package binding is how Docket's runtime builds a workflow.Binding.
 //
-// The type is re-exported as workflow.Binding. Its fields are unexported and
-// its constructor lives in this internal package, so code outside Docket's
-// module can read a binding but never build or alter one: only the server
-// creates bindings, from the task row it claimed.
+// The type lives in package workflow, where workflow authors read its
+// methods; its fields are unexported and it has no exported constructor,
+// so code outside Docket can read a binding but never build one that
+// records evidence, nor alter one: only the server creates bindings, from
+// the task row it claimed. Package workflow hands its constructor to this
+// internal package when it is initialised, and the runtime calls it:
+//
+//	b := binding.New[*workflow.Binding](binding.Params{TaskID: task.ID, …})
 package binding
 
 import (
@@ -33,36 +37,19 @@ type Params struct {
 	Evidence      EvidenceSink
 }
 
-// Binding is the server-created context of one attempt of one task.
-type Binding struct {
-	p Params
-}
+// constructor is package workflow's func(Params) *workflow.Binding.
+var constructor any
 
-// New is called only by Docket's runtime when it invokes a workflow.
-func New(p Params) *Binding { return &Binding{p: p} }
+// SetConstructor is called once, by package workflow as it is initialised,
+// with its unexported constructor.
+func SetConstructor[B any](f func(Params) B) { constructor = f }
 
-func (b *Binding) TaskID() string        { return b.p.TaskID }
-func (b *Binding) Tenant() string        { return b.p.Tenant }
-func (b *Binding) Author() string        { return b.p.Author }
-func (b *Binding) Workflow() string      { return b.p.Workflow }
-func (b *Binding) Pool() dockettype.Pool { return b.p.Pool }
-func (b *Binding) Attempt() int          { return b.p.Attempt }
-func (b *Binding) LeaseEpoch() int64     { return b.p.LeaseEpoch }
-func (b *Binding) Deadline() time.Time   { return b.p.Deadline }
-func (b *Binding) ConfigVersion() string { return b.p.ConfigVersion }
-func (b *Binding) TraceID() string       { return b.p.TraceID }
-
-// RecordEvidence appends evidence to the task under this attempt's lease.
-// Its errors match (errors.Is) dockettype.ErrLeaseLost once the lease is no
-// longer current (the task was cancelled, timed out or recovered),
-// dockettype.ErrEvidenceUnavailable when the store cannot be reached, and
-// dockettype.ErrNoEvidenceSink on a binding the server did not create.
-func (b *Binding) RecordEvidence(ctx context.Context, items ...dockettype.EvidenceItem) error {
-	if b == nil || b.p.Evidence == nil {
-		return dockettype.ErrNoEvidenceSink
+// New builds a binding of type B (*workflow.Binding) with the constructor
+// package workflow set. It panics when B is not that type.
+func New[B any](p Params) B {
+	f, ok := constructor.(func(Params) B)
+	if !ok {
+		panic("binding: no constructor set for this type (package workflow sets it)")
 	}
-	if len(items) == 0 {
-		return nil
-	}
-	return b.p.Evidence.WriteEvidence(ctx, items)
+	return f(p)
 }

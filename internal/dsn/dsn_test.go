@@ -13,6 +13,7 @@ func TestRedact(t *testing.T) {
 		{"postgres://db/docket?PassWord=s3cret", "postgres://db/docket?PassWord=xxxxx"},
 		{"postgres://db/docket?sslpassword=s3cret", "postgres://db/docket?sslpassword=xxxxx"},
 		{"postgres://bob:s3cret@db/docket?password=s3cret", "postgres://bob:xxxxx@db/docket?password=xxxxx"},
+		{"postgres://u:pw@h/db?password=pw2", "postgres://u:xxxxx@h/db?password=xxxxx"}, // was docket.RedactDB's test
 		{"postgres://bob@db/docket", "postgres://bob@db/docket"},
 		{"postgres://bob:s3cret@db:badport%zz/docket", "postgres://xxxxx"},
 		{"postgres://db/docket?password=s3cret&x=%zz", "postgres://db/docket?xxxxx"},

@@ -26,7 +26,7 @@ func TestProbeLogsEveryExecution(t *testing.T) {
 	}
 	run := func(tenant, task string, epoch int64, attempt int, in probeInput) (json.RawMessage, error) {
 		input, _ := json.Marshal(in)
-		b := binding.New(binding.Params{TaskID: task, Tenant: tenant, LeaseEpoch: epoch, Attempt: attempt})
+		b := binding.New[*workflow.Binding](binding.Params{TaskID: task, Tenant: tenant, LeaseEpoch: epoch, Attempt: attempt})
 		return def.Run(context.Background(), b, input)
 	}
 	// Fails retryably on attempt 1, succeeds on attempt 2.

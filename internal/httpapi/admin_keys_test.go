@@ -66,7 +66,7 @@ func listKeys(t *testing.T, url, admin, query string) (keys []listedKey, body st
 			fields = append(fields, f)
 		}
 		slices.Sort(fields)
-		if want := []string{"created_at", "id", "principal", "revoked_at", "role", "tenant"}; !slices.Equal(fields, want) {
+		if want := []string{"all_tenants", "created_at", "id", "principal", "revoked_at", "role", "tenant"}; !slices.Equal(fields, want) {
 			t.Fatalf("a listed key has fields %v, want exactly %v", fields, want)
 		}
 	}
@@ -177,7 +177,7 @@ func TestAdminKeys(t *testing.T) {
 // A key revoked through one node is refused by every node: at once by the
 // node that revoked it, even though it had the key cached, and by the
 // others when their cache entry expires (the contract allows 5 s; nodes
-// cache keys for docket.KeyCacheTTL). Without a cache, every node refuses
+// cache keys for node.KeyCacheTTL). Without a cache, every node refuses
 // it at once.
 func TestRevokedKeyIsRefusedOnEveryNode(t *testing.T) {
 	t.Parallel()

@@ -5,11 +5,13 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/docket-dev/docket/internal/defaults"
 )
 
 // DefaultMaxConnections bounds open client connections when the server's
 // configuration names no bound.
-const DefaultMaxConnections = 4096
+const DefaultMaxConnections = defaults.MaxConnections
 
 // LimitListener returns a Listener with at most n connections open at once
 // (n <= 0: DefaultMaxConnections). Accept waits for a free slot before it

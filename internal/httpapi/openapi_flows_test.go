@@ -183,6 +183,73 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	do(post("/v1/admin/keys/key_missing/revoke", admin, ""), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
 	do(get("/v1/tasks", newKey.Key), valid).wantError(t, http.StatusUnauthorized, dockettype.CodeUnauthenticated)
 
+	// Remote workflows and the worker API: register, claim (a long poll
+	// that finds the task at once), heartbeat, evidence, finish (and again:
+	// idempotent), release of a finished lease, the workers list; the roles
+	// are kept apart.
+	put := func(path, key, body string) request {
+		return request{method: http.MethodPut, path: path, key: key, body: body}
+	}
+	do(put("/v1/admin/workflows/images.resize", admin, `{"pool":"online","max_attempts":2,"timeout_ms":60000}`), valid).wantStatus(t, http.StatusOK)
+	do(put("/v1/admin/workflows/demo.echo", admin, `{"pool":"online"}`), valid).wantError(t, http.StatusConflict, dockettype.CodeBuiltinWorkflow)
+	do(put("/v1/admin/workflows/images.crop", admin, `{"pool":"nowhere"}`), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(put("/v1/admin/workflows/images.crop", s.Key, `{"pool":"online"}`), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+	do(get("/v1/admin/workflows", admin), valid).wantStatus(t, http.StatusOK)
+	created = do(post("/v1/admin/keys", admin, `{"tenant":"`+httpapitest.Tenant+`","principal":"fleet","role":"worker"}`), valid)
+	created.wantStatus(t, http.StatusCreated)
+	var workerKey struct{ Key string }
+	created.decode(t, &workerKey)
+	remoteTask := mustSubmit(t, s.URL, s.Key, "remote-1", `{"workflow":"images.resize","input":{"w":640}}`)
+	claimed := do(post("/v1/worker/claim", workerKey.Key, `{"workflows":["images.resize"],"max":2,"wait_ms":5000,"worker_id":"flow-1","slots":2,"sdk":"test/1"}`), valid)
+	claimed.wantStatus(t, http.StatusOK)
+	var claim struct {
+		Tasks []struct {
+			Lease string          `json:"lease"`
+			Task  dockettype.Task `json:"task"`
+			Input json.RawMessage `json:"input"`
+		} `json:"tasks"`
+	}
+	claimed.decode(t, &claim)
+	if len(claim.Tasks) != 1 || claim.Tasks[0].Task.ID != remoteTask.ID || string(claim.Tasks[0].Input) != `{"w":640}` {
+		t.Fatalf("claim = %s, want the remote task with its input", claimed.body)
+	}
+	lease := claim.Tasks[0].Lease
+	do(post("/v1/worker/claim", s.Key, `{"workflows":["images.resize"]}`), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+	do(get("/v1/tasks", workerKey.Key), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+	do(post("/v1/worker/claim", workerKey.Key, `{"workflows":["images.resize"],"max":5000}`), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(post("/v1/worker/claim", workerKey.Key, `{"workflows":["demo.echo"]}`), valid).wantError(t, http.StatusBadRequest, dockettype.CodeUnknownWorkflow)
+	do(post("/v1/worker/claim", workerKey.Key, `{"workflows":["images.resize"],"Max":1}`), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	beat := do(post("/v1/worker/heartbeat", workerKey.Key, `{"leases":["`+lease+`","dkl1.forged"],"worker_id":"flow-1"}`), valid)
+	beat.wantStatus(t, http.StatusOK)
+	if !strings.Contains(string(beat.body), `"status":"ok"`) || !strings.Contains(string(beat.body), `"status":"lease_lost"`) {
+		t.Errorf("heartbeat = %s, want ok for the lease and lease_lost for the forged one", beat.body)
+	}
+	do(post("/v1/worker/evidence", workerKey.Key, `{"items":[{"lease":"`+lease+`","kind":"size","body":{"w":640}}]}`), valid).wantStatus(t, http.StatusOK)
+	do(post("/v1/worker/finish", workerKey.Key, `{"items":[{"lease":"`+lease+`","outcome":"failed"}]}`), valid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	for range 2 { // the second is a retry of a committed finish: ok again
+		fin := do(post("/v1/worker/finish", workerKey.Key, `{"items":[{"lease":"`+lease+`","outcome":"succeeded","result":{"url":"x"}}]}`), valid)
+		fin.wantStatus(t, http.StatusOK)
+		if !strings.Contains(string(fin.body), `"status":"ok"`) {
+			t.Errorf("finish = %s, want ok", fin.body)
+		}
+	}
+	rel := do(post("/v1/worker/release", workerKey.Key, `{"leases":["`+lease+`"]}`), valid)
+	rel.wantStatus(t, http.StatusOK)
+	if !strings.Contains(string(rel.body), `"status":"lease_lost"`) {
+		t.Errorf("release of a finished lease = %s, want lease_lost", rel.body)
+	}
+	if got := do(get("/v1/tasks/"+remoteTask.ID, s.Key), valid).task(t); got.State != dockettype.StateSucceeded || string(got.Result) != `{"url":"x"}` {
+		t.Errorf("the remote task is %s %s, want succeeded with the worker's result", got.State, got.Result)
+	}
+	do(get("/v1/admin/workers", admin), valid).wantStatus(t, http.StatusOK)
+	do(request{method: http.MethodDelete, path: "/v1/admin/workflows/images.resize", key: admin}, valid).wantStatus(t, http.StatusOK)
+	do(request{method: http.MethodDelete, path: "/v1/admin/workflows/images.resize", key: admin}, valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	do(request{method: http.MethodDelete, path: "/v1/admin/workflows/demo.echo", key: admin}, valid).wantError(t, http.StatusConflict, dockettype.CodeBuiltinWorkflow)
+	do(submitReq(s.Key, "remote-2", `{"workflow":"images.resize"}`), valid).wantError(t, http.StatusBadRequest, dockettype.CodeUnknownWorkflow)
+
 	// 503: the store is down for the API's task calls.
 	httpapitest.FailTasks(fs, true)
 	do(get("/readyz", ""), valid).wantError(t, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)

@@ -15,7 +15,9 @@ func routeSet(t *testing.T) []string {
 	t.Helper()
 	type anyAdmin struct{ AdminStore }
 	type anyNode struct{ NodeStats }
-	s := newServer(nil, nil, Options{Admin: anyAdmin{}, Node: anyNode{}})
+	type anyRemote struct{ RemoteWorkers }
+	type anyWorkflows struct{ WorkflowAdmin }
+	s := newServer(nil, nil, Options{Admin: anyAdmin{}, Node: anyNode{}, Remote: anyRemote{}, Workflows: anyWorkflows{}})
 	var out []string
 	for _, rt := range s.routes() {
 		out = append(out, rt.method+" "+rt.path)

@@ -13,16 +13,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/queue"
 )
 
 // DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
-const DefaultMaxBodyBytes int64 = 1 << 20
+const DefaultMaxBodyBytes = defaults.MaxBodyBytes
 
 // DefaultMaxBatchBodyBytes bounds the body of POST /v1/tasks/batch when
 // Options.MaxBatchBodyBytes is 0: up to 1,000 tasks of about 16 KiB each.
-const DefaultMaxBatchBodyBytes int64 = 16 << 20
+const DefaultMaxBatchBodyBytes = defaults.MaxBatchBytes
 
 // MaxBatchItems is the most tasks one POST /v1/tasks/batch may carry.
 const MaxBatchItems = queue.MaxBatchItems
@@ -30,11 +31,11 @@ const MaxBatchItems = queue.MaxBatchItems
 // MaxWait is the longest a long poll (GET /v1/tasks/{id}?wait=) may ask.
 const MaxWait = queue.MaxWait
 
-// Defaults of Options.
+// Defaults of Options (package defaults holds them all).
 const (
-	DefaultBodyTimeout       = 30 * time.Second
-	DefaultMaxWaits          = 1000
-	DefaultMaxWaitsPerTenant = 100
+	DefaultBodyTimeout       = defaults.BodyTimeout
+	DefaultMaxWaits          = defaults.MaxWaits
+	DefaultMaxWaitsPerTenant = defaults.MaxWaitsPerTenant
 )
 
 // Executor is what the API needs from the ExecutionService.
@@ -92,7 +93,7 @@ type Options struct {
 	// MaxWaits and MaxWaitsPerTenant bound the long polls held at once, on
 	// this server and per tenant; one more is answered 429
 	// too_many_requests with Retry-After. Defaults DefaultMaxWaits and
-	// DefaultMaxWaitsPerTenant; < 0: no bound.
+	// DefaultMaxWaitsPerTenant; defaults.Unlimited (< 0): no bound.
 	MaxWaits, MaxWaitsPerTenant int
 	// MaxTimeout is the largest timeout_ms a submission may ask, checked
 	// before any arithmetic; 0: the largest duration Go can represent (the
@@ -105,7 +106,7 @@ type Options struct {
 	// node's workers and schedulers.
 	Node NodeStats
 	// DefaultTenantLimit is the in-flight limit of a tenant the admin API
-	// creates (0: unlimited).
+	// creates; default defaults.TenantLimit; defaults.Unlimited (< 0): none.
 	DefaultTenantLimit int
 
 	// Remote, when set, serves the worker API (/v1/worker/*).
@@ -208,7 +209,7 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		metrics:      opts.Metrics,
 		clock:        opts.Clock,
 		version:      opts.Version,
-		tenantLimit:  opts.DefaultTenantLimit,
+		tenantLimit:  defaults.StoredTenantLimit(opts.DefaultTenantLimit),
 	}
 	return s
 }

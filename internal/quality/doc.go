@@ -7,8 +7,9 @@
 // admitted under v1 is judged by v1's rules even after v2 is published.
 // Demo mode uses frozen seed rules built into the binary instead (Seed).
 //
-// The queue core never imports this package (R9); the server wires it in by
-// registering the workflow with a Provider:
+// The queue core never imports this package (it reaches work only through
+// its Runtime interface); the node wires it in by registering the workflow
+// with a Provider:
 //
 //	reg := workflow.NewRegistry()
 //	if err := quality.Register(reg, quality.NewSeedProvider()); err != nil {

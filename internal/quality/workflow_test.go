@@ -58,7 +58,7 @@ func workflowFixture(t *testing.T) workflow.Func {
 }
 
 func bindingFor(version string, sink binding.EvidenceSink) *workflow.Binding {
-	return binding.New(binding.Params{
+	return binding.New[*workflow.Binding](binding.Params{
 		TaskID:        "task-1",
 		Tenant:        "acme",
 		Author:        "ann",

@@ -7,10 +7,12 @@ import (
 	"testing"
 )
 
-// TestArchitectureQueueImportsNoQualityCode checks R9 and the ADR: the
-// queue core (and the stores it depends on) import neither the quality
-// rules nor any workflow implementation; they reach work only through the
-// Runtime interface.
+// TestArchitectureQueueImportsNoQualityCode checks the rule the queue core
+// is built on: the queue (and the stores it depends on) imports neither the
+// quality rules, nor any workflow or its registry, nor a runtime, nor the
+// HTTP layer or the node that wires them together. Quality rules plug in
+// as a registered workflow; the core reaches work only through its Runtime
+// interface and persistence only through its Store interface.
 func TestArchitectureQueueImportsNoQualityCode(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not on PATH")
@@ -24,8 +26,9 @@ func TestArchitectureQueueImportsNoQualityCode(t *testing.T) {
 	forbidden := []string{
 		module + "internal/quality",
 		module + "internal/demo",
-		module + "internal/runtime",
+		module + "internal/inprocess",
 		module + "internal/httpapi",
+		module + "internal/node",
 		module + "workflow",
 	}
 	deps := strings.Fields(string(out))
@@ -39,10 +42,10 @@ func TestArchitectureQueueImportsNoQualityCode(t *testing.T) {
 			}
 		}
 	}
-	// The check can fail: the runtime adapter does import workflow code.
-	out, err = goListDeps(module + "internal/runtime")
+	// The check can fail: the in-process runtime does import workflow code.
+	out, err = goListDeps(module + "internal/inprocess")
 	if err != nil || !strings.Contains(string(out), module+"workflow\n") {
-		t.Fatalf("sanity check: internal/runtime should depend on workflow (%v)", err)
+		t.Fatalf("sanity check: internal/inprocess should depend on workflow (%v)", err)
 	}
 }
 

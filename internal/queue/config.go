@@ -11,16 +11,23 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/metrics"
 )
 
 // PoolConfig sizes one pool.
 type PoolConfig struct {
-	Workers  int // concurrent tasks on this node; 0: the default; < 0: no workers (admission still works)
-	Capacity int // most non-terminal tasks admitted to the pool, across all nodes; <= 0 unlimited
+	// Workers is how many tasks of the pool run at once on this node; 0:
+	// the default; defaults.NoWorkers (< 0): none (admission still works).
+	Workers int
+	// Capacity is the most non-terminal tasks admitted to the pool, across
+	// all nodes; 0: the default; defaults.Unlimited (< 0): no bound.
+	Capacity int
 }
 
-// Config tunes the ExecutionService. Zero values take the defaults below.
+// Config tunes the ExecutionService. Zero values take the defaults
+// (package defaults, or the values named below for the queue's own
+// tunables); a setting that can be unlimited takes defaults.Unlimited.
 type Config struct {
 	NodeID string // lease owner recorded on claims; default host-pid-random
 
@@ -31,8 +38,9 @@ type Config struct {
 	HeartbeatInterval time.Duration // default LeaseTTL/3
 	RecoveryInterval  time.Duration // default 5s
 	// Retention: tasks finished longer ago are deleted by the cleaner
-	// (with their input, events, evidence and idempotency binding); 0
-	// keeps them. CleanerInterval is the cleaner's period; default 1m.
+	// (with their input, events, evidence and idempotency binding);
+	// default 168h; defaults.Unlimited (< 0) keeps them and runs no
+	// cleaner. CleanerInterval is the cleaner's period; default 1m.
 	Retention        time.Duration
 	CleanerInterval  time.Duration
 	DeadlineInterval time.Duration // default 1s
@@ -89,28 +97,30 @@ func (c *Config) setDefaults() error {
 		c.NodeID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
 	}
 	def := func(p *PoolConfig, workers int) {
-		if p.Workers < 0 {
+		switch {
+		case p.Workers < 0: // NoWorkers
 			p.Workers = 0
-		} else if p.Workers == 0 {
+		case p.Workers == 0:
 			p.Workers = workers
 		}
 		if p.Capacity == 0 {
-			p.Capacity = 10000
-		}
+			p.Capacity = defaults.Capacity
+		} // < 0: Unlimited, as the store reads it
 	}
-	// Workers are goroutines and most workflows wait on I/O, so the
-	// defaults are generous; claims are sized by free workers.
-	def(&c.Online, 32*cpus)
-	def(&c.Offline, 8*cpus)
-	setDur(&c.LeaseTTL, 30*time.Second)
+	def(&c.Online, defaults.OnlineWorkersPerCPU*cpus)
+	def(&c.Offline, defaults.OfflineWorkersPerCPU*cpus)
+	setDur(&c.LeaseTTL, defaults.LeaseTTL)
 	setDur(&c.MaxScheduleAhead, 30*24*time.Hour)
-	setDur(&c.HeartbeatInterval, c.LeaseTTL/3)
-	setDur(&c.RecoveryInterval, 5*time.Second)
-	setDur(&c.CleanerInterval, time.Minute)
-	setDur(&c.DeadlineInterval, time.Second)
+	setDur(&c.HeartbeatInterval, defaults.HeartbeatInterval(c.LeaseTTL))
+	setDur(&c.RecoveryInterval, defaults.RecoveryInterval)
+	if c.Retention == 0 {
+		c.Retention = defaults.Retention
+	} // < 0: Unlimited, no cleaner
+	setDur(&c.CleanerInterval, defaults.CleanerInterval)
+	setDur(&c.DeadlineInterval, defaults.DeadlineInterval)
 	setDur(&c.PollInterval, time.Second)
 	setDur(&c.WorkerFlushInterval, 2*time.Second)
-	setDur(&c.DefaultTimeout, 10*time.Minute)
+	setDur(&c.DefaultTimeout, defaults.DefaultTimeout)
 	setDur(&c.MaxTimeout, 24*time.Hour)
 	setInt(&c.DefaultMaxAttempts, 3)
 	setInt(&c.MaxAttemptsLimit, 25)
@@ -122,10 +132,10 @@ func (c *Config) setDefaults() error {
 	setDur(&c.ScanPause, 50*time.Millisecond)
 	setInt(&c.HeartbeatBatch, 1000)
 	setDur(&c.QueryTimeout, 10*time.Second)
-	setInt(&c.MaxResultBytes, 1<<20)
+	setInt(&c.MaxResultBytes, defaults.MaxResultBytes)
 	setDur(&c.RetryBackoffBase, time.Second)
 	setDur(&c.RetryBackoffMax, 5*time.Minute)
-	setDur(&c.ShutdownGrace, 10*time.Second)
+	setDur(&c.ShutdownGrace, defaults.ShutdownGrace)
 	setDur(&c.ShutdownAbandon, 5*time.Second)
 	setDur(&c.RetryAfter, time.Second)
 	setDur(&c.ClockSyncInterval, 30*time.Second)

@@ -5,7 +5,9 @@
 // enforcement on three independent schedulers.
 //
 // The core depends on two interfaces only: Store for persistence and
-// Runtime for execution. It imports no workflow or quality code (R9).
+// Runtime for execution. It imports no workflow, runtime or quality code:
+// quality rules plug in as a registered workflow (architecture_test.go
+// checks the imports).
 //
 // One file per component, each a small struct given its few dependencies by
 // its constructor (a baseService with its logger and clock, the store calls

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
@@ -119,6 +120,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		RecoveryInterval:  5 * time.Second,
 		DeadlineInterval:  time.Second,
 		PollInterval:      time.Hour,
+		Retention:         defaults.Unlimited, // no cleaner unless a test sets a retention
 		ShutdownGrace:     time.Millisecond,
 		RetryBackoffBase:  time.Second,
 		Clock:             h.clock,

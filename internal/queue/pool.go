@@ -195,7 +195,11 @@ func (p *pool) wait(ctx context.Context) {
 }
 
 func (p *pool) claim(ctx context.Context, limit int) ([]*store.ClaimedTask, error) {
-	qctx, cancel := context.WithTimeout(ctx, p.cfg.QueryTimeout)
+	// Not cut short by Stop: a claim whose commit already reached the
+	// database commits anyway, and its tasks must then run here (or be
+	// handed back by the shutdown) rather than wait for their leases to
+	// lapse. Stop waits for it, QueryTimeout at most.
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.QueryTimeout)
 	defer cancel()
 	now := p.clock.Now()
 	claimed, err := p.store.Claim(qctx, &store.ClaimParams{

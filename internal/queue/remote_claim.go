@@ -48,6 +48,11 @@ func (s *Service) ClaimRemote(ctx context.Context, req *RemoteClaimRequest) (*Re
 		}
 		claimed, err := s.claimQueues(ctx, st, key, &req.Worker, queues, limit)
 		res.Tasks = append(res.Tasks, claimed...)
+		if ctx.Err() != nil && len(res.Tasks) > 0 {
+			// The worker went away: it will never see these leases.
+			s.handBack(st, res.Tasks)
+			return nil, ctx.Err()
+		}
 		if err != nil && len(res.Tasks) == 0 {
 			return nil, err
 		}
@@ -67,6 +72,27 @@ func (s *Service) ClaimRemote(ctx context.Context, req *RemoteClaimRequest) (*Re
 			return res, nil
 		}
 		timer.Stop()
+	}
+}
+
+// handBack releases tasks claimed for a worker that went away before the
+// answer (attempt not charged, queued again at once).
+func (s *Service) handBack(st remoteStore, tasks []RemoteTask) {
+	items := make([]store.FinishItem, len(tasks))
+	for i, t := range tasks {
+		items[i] = store.FinishItem{Lease: store.Lease{TaskID: t.Task.ID, Epoch: t.Task.LeaseEpoch},
+			Kind: store.FinishRelease, Code: dockettype.CodeShutdown}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
+	defer cancel()
+	if _, err := st.Finish(ctx, &store.FinishParams{Now: s.clock.Now(), Items: items}); err != nil {
+		s.metrics.StoreErrors.WithLabelValues("release").Inc()
+		s.log.WarnContext(ctx, "claimed tasks of a worker that went away not handed back; their leases lapse",
+			"code", dockettype.CodeStoreUnavailable, "count", len(items))
+		return
+	}
+	for _, t := range tasks {
+		s.wake(store.RemoteQueue(t.Task.Pool, t.Task.Workflow))
 	}
 }
 
@@ -121,7 +147,10 @@ func (s *Service) claimQueues(ctx context.Context, st remoteStore, key []byte, w
 			break
 		}
 		q := queues[(first+i)%len(queues)]
-		qctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+		// Not cut short when the worker hangs up: a claim whose commit
+		// reached the database commits anyway; ClaimRemote hands back
+		// what the worker will never see.
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.QueryTimeout)
 		now := s.clock.Now()
 		claimed, err := st.Claim(qctx, &store.ClaimParams{Now: now, Queue: q, Tenant: w.claimTenant(), Owner: w.ID,
 			Limit: limit - len(out), LeaseTTL: s.cfg.LeaseTTL})

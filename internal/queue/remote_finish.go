@@ -193,8 +193,10 @@ func (s *Service) settled(ctx context.Context, st remoteStore, v verified, fi st
 	switch {
 	case task.State == want:
 		return LeaseOK
-	case task.State.Terminal() && (task.State == dockettype.StateSucceeded || task.State == dockettype.StateFailed):
-		return LeaseConflict
+	case fi.Kind == store.FinishRelease:
+		return LeaseLost // nothing to hand back: the lease already ended
+	case task.State == dockettype.StateSucceeded || task.State == dockettype.StateFailed:
+		return LeaseConflict // this lease already ended with another outcome
 	}
 	return LeaseLost
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // Runtime is the execution-runtime interface: the only way the queue
-// invokes work. The queue never imports workflow implementations (R9).
+// invokes work. The queue never imports workflow implementations
+// (architecture_test.go checks it).
 type Runtime interface {
 	// Resolve checks that a workflow is registered and returns its default
 	// pool and the configuration version a new task pins. An unregistered

@@ -70,7 +70,7 @@ type running struct {
 	recovery   *RecoveryScheduler
 	heartbeat  *HeartbeatScheduler
 	deadline   *DeadlineScheduler
-	cleaner    *Cleaner              // nil when Retention is 0
+	cleaner    *Cleaner              // nil when Retention is Unlimited (< 0)
 	listener   *notificationListener // nil when the store sends no notifications
 	clockSync  *clockSync            // nil unless Config.SyncClock
 	remote     store.Store           // the worker API's fork

@@ -13,13 +13,15 @@ import (
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/auth"
+	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/demo"
 	"github.com/docket-dev/docket/internal/httpapi"
+	"github.com/docket-dev/docket/internal/inprocess"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/quality"
 	"github.com/docket-dev/docket/internal/queue"
-	"github.com/docket-dev/docket/internal/runtime"
+	"github.com/docket-dev/docket/internal/remote"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 	"github.com/docket-dev/docket/workflow"
@@ -32,7 +34,8 @@ const (
 )
 
 // Options adjusts the stack. The zero value gives a running stack with the
-// queue's defaults (and a short shutdown grace).
+// queue's defaults, except a short shutdown grace and no retention
+// cleaner, and an admin API that creates tenants without a limit.
 type Options struct {
 	// Queue configures the service. Logger and Metrics default to the
 	// stack's.
@@ -121,7 +124,10 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 			return nil, fmt.Errorf("register quality.evaluate: %w", err)
 		}
 	}
-	var rt queue.Runtime = runtime.New(reg, provider)
+	// Built-in workflows, then the remote ones registered through the
+	// admin API, as a node has them.
+	remoteRT := remote.New(inprocess.New(reg, provider), st, provider, clockwork.NewRealClock())
+	var rt queue.Runtime = remoteRT
 	if opts.WrapRuntime != nil {
 		rt = opts.WrapRuntime(rt)
 	}
@@ -132,6 +138,9 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 	}
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = 50 * time.Millisecond
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = defaults.Unlimited
 	}
 	s.Service, err = queue.New(st, rt, cfg)
 	if err != nil {
@@ -160,6 +169,12 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 	}
 	if api.Node == nil {
 		api.Node = s.Service
+	}
+	if api.Remote == nil {
+		api.Remote, api.Workflows, api.LeaseTTL = s.Service, remoteRT, s.Service.Config().LeaseTTL
+	}
+	if api.DefaultTenantLimit == 0 {
+		api.DefaultTenantLimit = defaults.Unlimited
 	}
 	authn := auth.NewAuthenticator(st)
 	if opts.KeyCacheTTL > 0 {

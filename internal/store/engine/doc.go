@@ -16,7 +16,8 @@
 //
 // Both backends keep the same tables:
 //
-//   - tasks: what was admitted, with its input. Immutable (R3).
+//   - tasks: what was admitted, with its input. Immutable (a trigger
+//     refuses updates).
 //   - task_queue: the live tasks (queued or running) with their lease. A
 //     task leaves it in the transaction that makes it terminal, so the
 //     indexes every claim, recovery and deadline scan reads stay as small

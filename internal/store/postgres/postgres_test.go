@@ -20,7 +20,13 @@ import (
 	"github.com/docket-dev/docket/internal/store/storetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the package if a test leaves a goroutine running, and
+// says in one line when the PostgreSQL tests (of every package) are
+// skipped for want of a test database.
+func TestMain(m *testing.M) {
+	pgtest.SayWhenSkipped()
+	goleak.VerifyTestMain(m)
+}
 
 // databaseURL returns the test database URL or skips the test.
 func databaseURL(t *testing.T) string { return pgtest.URL(t) }

@@ -31,6 +31,27 @@ func URL(t testing.TB) string {
 	return url
 }
 
+// SayWhenSkipped tells whoever runs the tests, in one line, that the
+// PostgreSQL tests of every package are skipped because URLEnv is not set.
+// The PostgreSQL store's TestMain calls it, so a run of the whole module
+// says it once. `go test ./...` shows nothing a passing package prints
+// (stderr included) without -v, so the line goes to the terminal
+// (/dev/tty) when there is one, else to stderr.
+func SayWhenSkipped() {
+	if os.Getenv(URLEnv) != "" {
+		return
+	}
+	msg := fmt.Sprintf("docket: %s is not set: the PostgreSQL tests of every package are skipped "+
+		"(set it to a database URL, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable, to run them)\n", URLEnv)
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		if _, err := fmt.Fprint(tty, msg); err == nil {
+			return
+		}
+	}
+	fmt.Fprint(os.Stderr, msg)
+}
+
 // Schema returns a schema name no other test uses, and drops the schema
 // with everything in it when t ends.
 func Schema(t testing.TB, url string) string {

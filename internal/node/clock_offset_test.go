@@ -1,4 +1,4 @@
-package docket
+package node
 
 import (
 	"testing"

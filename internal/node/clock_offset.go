@@ -1,4 +1,4 @@
-package docket
+package node
 
 import (
 	"time"
@@ -7,7 +7,7 @@ import (
 )
 
 // newClock is the node's clock: the real one, shifted by offset when a
-// fault test asks for a node whose clock is wrong (Config.ClockOffset).
+// fault test asks for a node whose clock is wrong (Options.ClockOffset).
 func newClock(offset time.Duration) clockwork.Clock {
 	real := clockwork.NewRealClock()
 	if offset == 0 {

@@ -1,4 +1,4 @@
-package runtime_test
+package migration
 
 import (
 	"testing"
@@ -9,6 +9,6 @@ import (
 )
 
 // TestMain fails the package if a test leaves a goroutine running, and
-// checks every line the default logger receives while the tests run, as
-// each test's own logger is checked: no payload, no SQL text.
+// checks every line the default logger receives while the tests run: no
+// payload, no SQL text.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(logtest.Guard(m)) }

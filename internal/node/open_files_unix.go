@@ -1,6 +1,6 @@
 //go:build unix
 
-package docket
+package node
 
 import "syscall"
 

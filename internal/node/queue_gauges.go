@@ -1,4 +1,4 @@
-package docket
+package node
 
 import (
 	"context"
@@ -7,18 +7,30 @@ import (
 	"github.com/docket-dev/docket/internal/metrics"
 )
 
+// observePools registers the workers and busy workers of this node's pools.
+func (n *Node) observePools() {
+	n.metrics.ObservePools(func() []metrics.PoolWorkers {
+		stats := n.svc.WorkerStats()
+		out := make([]metrics.PoolWorkers, len(stats))
+		for i, st := range stats {
+			out[i] = metrics.PoolWorkers{Pool: st.Pool, Workers: st.Workers, Busy: st.Busy}
+		}
+		return out
+	})
+}
+
 // observeQueue registers the gauges read from the store at scrape time
 // (queued, running, in flight, capacity in use and oldest queued age per
 // pool; at most one read per second whatever the scrape rate) and the
 // scheduler lag gauge.
-func (s *Server) observeQueue() {
-	cfg := s.svc.Config()
+func (n *Node) observeQueue() {
+	cfg := n.svc.Config()
 	capacity := map[dockettype.Pool]int{dockettype.PoolOnline: cfg.Online.Capacity, dockettype.PoolOffline: cfg.Offline.Capacity}
-	log := s.log.With("component", "metrics")
-	s.metrics.ObserveQueue(metrics.QueueGauges{
-		Now: s.clock.Now,
+	log := n.log.With("component", "metrics")
+	n.metrics.ObserveQueue(metrics.QueueGauges{
+		Now: n.clock.Now,
 		Read: func(ctx context.Context) ([]metrics.PoolQueue, error) {
-			st, err := s.store.Stats(ctx)
+			st, err := n.store.Stats(ctx)
 			if err != nil {
 				log.WarnContext(ctx, "pool gauges not read", "code", dockettype.CodeStoreUnavailable, "op", "stats")
 				return nil, err
@@ -31,5 +43,5 @@ func (s *Server) observeQueue() {
 			return out, nil
 		},
 	})
-	s.metrics.ObserveSchedulerLag(s.clock.Now)
+	n.metrics.ObserveSchedulerLag(n.clock.Now)
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package docket
+package node
 
 // openFileLimit reports that the open-file limit is not known here.
 func openFileLimit() (uint64, bool) { return 0, false }

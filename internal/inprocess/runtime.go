@@ -1,7 +1,12 @@
-// Package runtime implements the queue's Runtime interface over a
-// workflow.Registry. It is the only place that builds workflow bindings:
-// from the task row the server claimed, never from request fields.
-package runtime
+// Package inprocess is the in-process runtime: it implements the queue's
+// Runtime interface by calling the Go workflows registered on a
+// workflow.Registry, in the server's own process. It is the only place that
+// builds workflow bindings: from the task row the server claimed, never
+// from request fields.
+//
+//	rt := inprocess.New(reg, provider) // provider pins the rule set version; may be nil
+//	svc, err := queue.New(st, rt, queue.Config{})
+package inprocess
 
 import (
 	"context"
@@ -69,7 +74,7 @@ func (r *Runtime) Run(ctx context.Context, inv *queue.Invocation) (json.RawMessa
 		// mismatch. Fail without retrying here.
 		return nil, &dockettype.Failure{Code: dockettype.CodeUnknownWorkflow}
 	}
-	b := binding.New(binding.Params{
+	b := binding.New[*workflow.Binding](binding.Params{
 		TaskID:        inv.Task.ID,
 		Tenant:        inv.Task.Tenant,
 		Author:        inv.Task.Author,

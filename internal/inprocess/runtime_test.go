@@ -1,4 +1,4 @@
-package runtime_test
+package inprocess_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/inprocess"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/queue"
-	"github.com/docket-dev/docket/internal/runtime"
 	"github.com/docket-dev/docket/internal/store/engine"
 	"github.com/docket-dev/docket/internal/store/sqlite"
 	"github.com/docket-dev/docket/workflow"
@@ -30,7 +30,7 @@ func newService(t *testing.T, reg *workflow.Registry) (*queue.Service, *engine.S
 	}
 	t.Cleanup(func() { st.Close() })
 	logger, _ := logtest.New(t)
-	svc, err := queue.New(st, runtime.New(reg, fixedVersion("cfg-7")), queue.Config{Logger: logger, ShutdownGrace: time.Second})
+	svc, err := queue.New(st, inprocess.New(reg, fixedVersion("cfg-7")), queue.Config{Logger: logger, ShutdownGrace: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

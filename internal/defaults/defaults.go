@@ -1,0 +1,123 @@
+// Package defaults is the one table of Docket's defaults: the value each
+// setting of docket.Config and `docket serve` takes when it is not given.
+// The queue, the HTTP API, the node and the CLI's flags all read it, so a
+// default is written once and `docket serve --help` shows what the server
+// uses.
+//
+// One convention holds for every setting, in docket.Config, the CLI's
+// flags, queue.Config and httpapi.Options alike:
+//
+//   - zero means "use the default" (this table);
+//   - Unlimited (-1) lifts a limit: a pool's capacity, a tenant's default
+//     in-flight limit, the long polls held at once, and retention (keep
+//     finished tasks forever);
+//   - NoWorkers (-1) gives a pool no workers on this node (it still
+//     admits tasks, which other nodes run).
+//
+// Any negative value counts as Unlimited (or NoWorkers) where one is
+// accepted. Settings for which neither makes sense (durations of
+// schedulers, body sizes) take their default for zero and for negative
+// values alike; the connection cap refuses a negative value.
+//
+//	if c.Capacity == 0 {
+//		c.Capacity = defaults.Capacity
+//	} // < 0: Unlimited
+package defaults
+
+import (
+	"time"
+
+	"github.com/docket-dev/docket/internal/dsn"
+)
+
+// Unlimited, given to a limit, removes it.
+const Unlimited = -1
+
+// NoWorkers, given to a pool's worker count, runs no workers for it on
+// this node.
+const NoWorkers = -1
+
+// The node.
+const (
+	DB     = "./docket.db"    // SQLite file in the working folder
+	Listen = "127.0.0.1:8080" // loopback only
+	Mode   = "demo"           // frozen seed rules, demo workflows
+
+	// SQLiteSynchronous is SQLite's durability: full fsyncs every commit.
+	SQLiteSynchronous = "full"
+)
+
+// Pools. Workers are goroutines and most workflows wait on I/O, so the
+// worker counts are generous; claims are sized by free workers.
+const (
+	OnlineWorkersPerCPU  = 32
+	OfflineWorkersPerCPU = 8
+	// Capacity is each pool's most non-terminal tasks, across all nodes.
+	Capacity = 10000
+)
+
+// Leases and schedulers.
+const (
+	LeaseTTL = 30 * time.Second
+	// HeartbeatsPerLease: the heartbeat interval is LeaseTTL divided by it.
+	HeartbeatsPerLease = 3
+	RecoveryInterval   = 5 * time.Second
+	DeadlineInterval   = time.Second
+	CleanerInterval    = time.Minute
+	// Retention is how long finished tasks are kept.
+	Retention = 7 * 24 * time.Hour
+)
+
+// Tasks.
+const (
+	// DefaultTimeout is the deadline of a task that names none.
+	DefaultTimeout = 10 * time.Minute
+	// MaxResultBytes bounds a workflow's result.
+	MaxResultBytes = 1 << 20
+	// ShutdownGrace is how long shutdown lets running tasks finish.
+	ShutdownGrace = 10 * time.Second
+)
+
+// Tenants.
+const (
+	// TenantLimit is the in-flight limit of a tenant created on first use.
+	TenantLimit = 1000
+)
+
+// HTTP.
+const (
+	MaxBodyBytes      int64 = 1 << 20  // a request body, and each task of a batch
+	MaxBatchBytes     int64 = 16 << 20 // the body of POST /v1/tasks/batch
+	BodyTimeout             = 30 * time.Second
+	MaxConnections          = 4096
+	MaxWaits                = 1000 // long polls held at once on a node
+	MaxWaitsPerTenant       = 100  // long polls held at once per tenant on a node
+)
+
+// HeartbeatInterval is the default heartbeat interval for a lease TTL.
+func HeartbeatInterval(leaseTTL time.Duration) time.Duration {
+	return leaseTTL / HeartbeatsPerLease
+}
+
+// AdmitCommitters is how many admission transactions a node runs at once
+// on db: two on PostgreSQL (the next group commit gathers while one
+// commits), one on SQLite (one writer).
+func AdmitCommitters(db string) int {
+	if dsn.IsPostgres(db) {
+		return 2
+	}
+	return 1
+}
+
+// StoredTenantLimit returns the in-flight limit a tenant created on first
+// use is stored with, for a setting v: the default for 0, 0 (the store's and
+// the API's spelling of unlimited) for Unlimited, else v.
+func StoredTenantLimit(v int) int {
+	switch {
+	case v == 0:
+		return TenantLimit
+	case v < 0:
+		return 0
+	}
+	return v
+}

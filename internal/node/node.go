@@ -1,0 +1,184 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/auth"
+	"github.com/docket-dev/docket/internal/defaults"
+	"github.com/docket-dev/docket/internal/httpapi"
+	"github.com/docket-dev/docket/internal/inprocess"
+	"github.com/docket-dev/docket/internal/metrics"
+	"github.com/docket-dev/docket/internal/queue"
+	"github.com/docket-dev/docket/internal/remote"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/storeopen"
+)
+
+// KeyCacheTTL is how long a node remembers an API key it resolved: a key
+// revoked elsewhere is refused on every node within it.
+const KeyCacheTTL = 2 * time.Second
+
+// Node is one Docket node: its store, the ExecutionService (pools and
+// schedulers) over the in-process and remote runtimes, and the HTTP API
+// (with the worker API).
+type Node struct {
+	cfg     Config
+	version string
+	store   store.Store
+	svc     *queue.Service
+	http    *http.Server
+	ln      net.Listener
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	clock   clockwork.Clock
+
+	listening chan struct{} // closed once Start has opened the listener
+}
+
+// New opens the store (applying migrations), registers the mode's
+// workflows and builds the ExecutionService and the HTTP API. It starts
+// nothing.
+func New(ctx context.Context, cfg Config, opts Options) (*Node, error) {
+	cfg.setDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	cfg.MaxConnections = fitMaxConnections(cfg.MaxConnections, cfg.Logger)
+	if opts.Version == "" {
+		opts.Version = "devel"
+	}
+	st, err := storeopen.Open(ctx, cfg.DB, storeopen.Options{SQLiteSynchronous: cfg.SQLiteSynchronous})
+	if err != nil {
+		return nil, err
+	}
+	n, err := assemble(ctx, cfg, opts, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// assemble builds a node on an open store.
+func assemble(ctx context.Context, cfg Config, opts Options, st store.Store) (*Node, error) {
+	clock := newClock(opts.ClockOffset)
+	n := &Node{cfg: cfg, version: opts.Version, store: st, log: cfg.Logger, metrics: metrics.New(), clock: clock,
+		listening: make(chan struct{})}
+	provider, err := registerWorkflows(ctx, &cfg, st, clock)
+	if err != nil {
+		return nil, err
+	}
+	// Workflows compiled in first, then those an admin registered for
+	// remote workers.
+	rt := remote.New(inprocess.New(cfg.Workflows, provider), st, provider, clock)
+	n.svc, err = queue.New(st, rt, cfg.queueConfig(clock, n.metrics))
+	if err != nil {
+		return nil, err
+	}
+	n.observePools()
+	n.observeQueue()
+	api := cfg.apiOptions(clock, n.metrics, opts.Version)
+	api.MaxTimeout = n.svc.Config().MaxTimeout
+	api.Admin, api.Node = st, n.svc
+	api.Remote, api.Workflows, api.LeaseTTL = n.svc, rt, n.svc.Config().LeaseTTL
+	handler := httpapi.New(n.svc, auth.NewAuthenticator(st).WithCache(KeyCacheTTL, clock), api)
+	n.http = httpapi.NewServer(handler, slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn))
+	return n, nil
+}
+
+// Bootstrap creates tenant "demo" on first start and returns a new API key
+// for it; on later starts it returns "" (the key was shown once).
+func (n *Node) Bootstrap(ctx context.Context) (string, error) {
+	created, err := n.store.EnsureTenant(ctx, &store.EnsureTenantParams{
+		Now: n.clock.Now(), ID: "demo", DefaultMaxInFlight: defaults.StoredTenantLimit(n.cfg.DefaultTenantLimit),
+	})
+	if err != nil || !created {
+		return "", err
+	}
+	key, _, err := auth.CreateKey(ctx, n.store, n.clock.Now(), "demo", "demo", dockettype.RoleAdmin)
+	return key, err
+}
+
+// Start starts the pools, schedulers and the HTTP listener.
+func (n *Node) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", n.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", n.cfg.Listen, err)
+	}
+	if err := n.svc.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	ln = httpapi.LimitListener(ln, n.cfg.MaxConnections, n.metrics.HTTPConnections)
+	n.ln = ln
+	close(n.listening)
+	go func() {
+		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("http server stopped", "code", dockettype.CodeInternal)
+		}
+	}()
+	n.log.Info("docket started", "addr", ln.Addr().String(), "mode", n.cfg.Mode, "version", n.version,
+		"max_connections", n.cfg.MaxConnections)
+	return nil
+}
+
+// Listening is closed once the node listens: Addr and URL are then set.
+func (n *Node) Listening() <-chan struct{} { return n.listening }
+
+// Addr is the address the node listens on (after Start).
+func (n *Node) Addr() string {
+	if n.ln == nil {
+		return ""
+	}
+	return n.ln.Addr().String()
+}
+
+// URL is the node's base URL (after Start).
+func (n *Node) URL() string { return "http://" + n.Addr() }
+
+// Mode is the node's mode, ModeDemo or ModePilot.
+func (n *Node) Mode() string { return n.cfg.Mode }
+
+// Shutdown stops accepting requests, drains in-flight ones, stops the
+// ExecutionService (running tasks get the shutdown grace period) and closes
+// the store.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.svc.Drain() // long polls answer now instead of holding the shutdown
+	err := n.http.Shutdown(ctx)
+	n.svc.Stop()
+	if cerr := n.store.Close(); err == nil {
+		err = cerr
+	}
+	n.log.Info("docket stopped")
+	return err
+}
+
+// Close releases the store of a node that was never started.
+func (n *Node) Close() error { return n.store.Close() }
+
+// Run starts the node and serves until ctx is cancelled, then shuts down.
+func (n *Node) Run(ctx context.Context) error {
+	if err := n.Start(ctx); err != nil {
+		n.store.Close()
+		return err
+	}
+	<-ctx.Done()
+	return n.Stop()
+}
+
+// Stop shuts the node down (see Shutdown), allowing the shutdown grace
+// period plus 10 s for in-flight requests and tasks.
+func (n *Node) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.svc.Config().ShutdownGrace+10*time.Second)
+	defer cancel()
+	return n.Shutdown(ctx)
+}
