@@ -2,12 +2,13 @@ package faultcheck
 
 import "github.com/docket-dev/docket/dockettype"
 
-// checkAttempts: a shutdown charges no attempt. Each execution runs the
-// attempt its task's claims say — one more than the earlier claims not
-// handed back at shutdown — so a claim after a hand-back runs the attempt
-// the shutdown cut short again. And every execution a graceful stop cut
-// short (stopped by the grace's cancel, after the SIGTERM) was handed
-// back, not left to lapse: recovery (lease_lost) would have charged it.
+// checkAttempts: a shutdown charges no attempt it cut short. Each
+// execution runs the attempt its task's claims say — one more than the
+// earlier claims not handed back at shutdown — so a claim after a hand-back
+// runs the cut-short attempt again. And every execution a graceful stop cut
+// short (stopped by the grace's cancel, after the SIGTERM) was handed back,
+// not left to lapse: recovery (lease_lost) would have charged it. A claim
+// a stop left without any execution is checkClaimsRun's.
 func checkAttempts(p *parsed, r *Result) {
 	for _, id := range p.ids {
 		claims, releases := 0, 0

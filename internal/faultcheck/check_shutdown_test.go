@@ -137,6 +137,38 @@ func TestCheckFindsAttemptsChargedByAShutdown(t *testing.T) {
 	}
 }
 
+func TestCheckFindsClaimsLostByAShutdown(t *testing.T) {
+	// A claim under epoch 1 committed as a server was stopping, which never
+	// saw it: nothing ran under it, its lease lapsed, and the execution
+	// under epoch 3 runs attempt 2.
+	build := func(t *testing.T, faults ...string) *fixture {
+		f := newFixture(t)
+		f.ack("k-unseen", "unseen")
+		f.recovered("unseen")
+		f.ack("k-ran", "ran")
+		f.succeeded("ran")
+		for _, fault := range faults {
+			if fault == FaultTerm {
+				f.term(100, true)
+				continue
+			}
+			f.op(Op{Process: -1, Kind: OpFault, Fault: fault + " a", Outcome: OK})
+		}
+		f.exec("unseen", 3, "ok")
+		return f
+	}
+	wantOnly(t, build(t, FaultTerm, FaultStart).check(), map[string]int{AnomalyClaimLost: 1}, "task unseen")
+	// A server killed, frozen or cut off explains such a claim; and without
+	// a graceful stop the check has nothing to hold to.
+	for _, faults := range [][]string{{FaultTerm, FaultKill}, {FaultTerm, FaultPause}, {FaultTerm, FaultStall}, {FaultStart}, nil} {
+		wantOnly(t, build(t, faults...).check(), nil)
+	}
+	// Without execution logs every claim would look silent.
+	f := build(t, FaultTerm)
+	f.execs = nil
+	wantOnly(t, f.check(), nil)
+}
+
 func TestCheckFindsHandedBackTaskNotRunAgain(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"rerun", "cancelled", "left", "expired"} {

@@ -75,13 +75,14 @@ const (
 	AnomalyReservation = "reservation_leak"         // a tenant's in-flight count disagrees with its unfinished tasks
 	AnomalyOutcomeLost = "outcome_lost"             // an execution finished during a graceful stop, and its task does not carry its outcome
 	AnomalyCharged     = "attempt_charged"          // an execution numbered other than its claims say, or a lease a graceful stop left to lapse
+	AnomalyClaimLost   = "claim_lost"               // a claim that ran nothing and lapsed, in a run whose only faults were graceful stops
 	AnomalyNotRerun    = "released_not_rerun"       // a lease handed back at shutdown whose task never ran again
 )
 
 // anomalyKinds in the order reports print them.
 var anomalyKinds = []string{AnomalyLost, AnomalyDuplicated, AnomalyOverwritten, AnomalyStuck,
 	AnomalyLifecycle, AnomalyAdmission, AnomalyExecutions, AnomalyFence, AnomalyViews, AnomalyReplay, AnomalyLogLeak, AnomalyReservation,
-	AnomalyOutcomeLost, AnomalyCharged, AnomalyNotRerun}
+	AnomalyOutcomeLost, AnomalyCharged, AnomalyClaimLost, AnomalyNotRerun}
 
 // Result is the checker's verdict on one run.
 type Result struct {
@@ -195,6 +196,7 @@ var passes = []pass{
 	checkReplay,
 	checkOutcomesKept,
 	checkAttempts,
+	checkClaimsRun,
 	checkReleases,
 }
 

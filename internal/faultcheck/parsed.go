@@ -35,6 +35,10 @@ type parsed struct {
 	// graceful are the PIDs of the servers stopped with SIGTERM that
 	// exited by themselves, with status 0, in time.
 	graceful map[int]bool
+	// unseenClaimFaults: a fault of the run can let a claim commit unseen
+	// by the server that made it — a server killed or frozen, a connection
+	// cut, a stop that had to be killed.
+	unseenClaimFaults bool
 }
 
 type tenantKey struct{ tenant, key string }
@@ -110,8 +114,11 @@ func (p *parsed) parseOps(ops []Op) {
 				// was not told.
 				p.bind(k, op.TaskID)
 			}
-			if faultName(op.Fault) == FaultTerm && op.Outcome == OK && op.PID != 0 {
+			switch name := faultName(op.Fault); {
+			case name == FaultTerm && op.Outcome == OK && op.PID != 0:
 				p.graceful[op.PID] = true
+			case name != FaultStart && name != FaultDropResponse:
+				p.unseenClaimFaults = true
 			}
 			continue
 		case (op.Kind == OpRead || op.Kind == OpCancel) && op.Status == http.StatusNotFound:

@@ -84,8 +84,8 @@ func WriteText(w io.Writer, reports []*Report) {
 		row("other checks", "lifecycle %d · admission over limit %d · reservation leaks %d · executions over attempts %d · fence %d · views disagree %d · replay refused %d · log leaks %d",
 			res.Anomalies[AnomalyLifecycle], res.Anomalies[AnomalyAdmission], res.Anomalies[AnomalyReservation], res.Anomalies[AnomalyExecutions],
 			res.Anomalies[AnomalyFence], res.Anomalies[AnomalyViews], res.Anomalies[AnomalyReplay], res.Anomalies[AnomalyLogLeak])
-		row("shutdown checks", "outcomes lost %d · attempts charged %d · handed back, not run again %d",
-			res.Anomalies[AnomalyOutcomeLost], res.Anomalies[AnomalyCharged], res.Anomalies[AnomalyNotRerun])
+		row("shutdown checks", "outcomes lost %d · attempts charged %d · claims lost %d · handed back, not run again %d",
+			res.Anomalies[AnomalyOutcomeLost], res.Anomalies[AnomalyCharged], res.Anomalies[AnomalyClaimLost], res.Anomalies[AnomalyNotRerun])
 		row("tasks", "%d: %s", res.Tasks, formatStates(res.States))
 		if len(res.FailedCodes) > 0 {
 			row("failed with", "%s", formatCounts(res.FailedCodes))
