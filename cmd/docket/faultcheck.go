@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,7 +26,7 @@ import (
 func faultcheckCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("faultcheck", stderr)
 	db := fs.String("db", "", "database to check: a SQLite file (created if missing; use a scratch file) or a postgres:// URL (use a scratch database)")
-	scenario := fs.String("scenario", faultcheck.ScenarioAll, "kill9, pg-restart, conn-reset, ambiguous-commit, pause, clock-skew, a comma-separated list, or all")
+	scenario := fs.String("scenario", faultcheck.ScenarioAll, strings.Join(faultcheck.ScenarioNames(), ", ")+", a comma-separated list, or all")
 	duration := durationFlag(fs, "duration", 2*time.Minute, "how long the load and the faults run; with several scenarios, shared evenly among them")
 	seed := fs.Uint64("seed", 0, "seed of the fault schedule and the load's choices (0: from the clock, printed)")
 	workDir := fs.String("workdir", "", "keep node logs, execution logs and histories here (default: a temporary folder, kept only when a scenario fails)")
@@ -64,7 +65,7 @@ func faultcheckCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	runnable := 0
 	for _, s := range scenarios {
-		if faultcheck.SkipReason(s, dsn.IsPostgres(*db)) == "" {
+		if faultcheck.SkipReason(s, *db) == "" {
 			runnable++
 		}
 	}

@@ -42,7 +42,7 @@ var commandHelp = map[string]struct{ args, summary string }{
 	"events":             {"[flags] ID", "Show a task's history."},
 	"evidence":           {"[flags] ID", "Show the evidence a task's workflow recorded."},
 	"bench":              {"[flags]", "Measure throughput and latency: a store in-process (--db), or a running server over HTTP (--url)."},
-	"faultcheck":         {"--db PATH|URL [--scenario S] [--duration D] [flags]", "Run servers of this binary under a recorded load while injecting faults (kill -9, PostgreSQL restarts, connection resets, ambiguous commits, frozen nodes, clock skew), drain, then check the history against the database: nothing acknowledged lost, no duplicate, no terminal state overwritten, admission within limits, executions within attempts. Exits 1 on any anomaly. Use a scratch database."},
+	"faultcheck":         {"--db PATH|URL [--scenario S] [--duration D] [flags]", "Run servers of this binary under a recorded load while injecting faults (kill -9, PostgreSQL restarts, connection resets, ambiguous commits, frozen nodes, clock skew, rolling restarts with SIGTERM), drain, then check the history against the database: nothing acknowledged lost, no duplicate, no terminal state overwritten, admission within limits, executions within attempts, no outcome lost or attempt charged by a graceful stop. Exits 1 on any anomaly. Use a scratch database."},
 	"version":            {"", "Print the version of this binary."},
 }
 

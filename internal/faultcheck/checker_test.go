@@ -76,9 +76,52 @@ func (f *fixture) task(id string, state dockettype.State, attempt int, events ..
 	return tv
 }
 
+// exec logs an execution of task id under epoch, start and end, on
+// process 42.
 func (f *fixture) exec(id string, epoch int64, outcome string) {
-	f.execs = append(f.execs, ExecRecord{Event: execStart, Task: id, Epoch: epoch, Attempt: 1, PID: 42},
-		ExecRecord{Event: execEnd, Task: id, Epoch: epoch, Attempt: 1, PID: 42, Outcome: outcome})
+	f.start(42, id, epoch)
+	f.end(42, id, epoch, outcome)
+}
+
+// start logs the start of an execution on process pid, with the attempt a
+// probe would be given: one more than the task's claims before epoch that
+// were not handed back at shutdown (1 when the database has no such claim).
+func (f *fixture) start(pid int, id string, epoch int64) {
+	f.startAttempt(pid, id, epoch, f.attemptAt(id, epoch))
+}
+
+func (f *fixture) startAttempt(pid int, id string, epoch int64, attempt int) {
+	f.execs = append(f.execs, ExecRecord{Event: execStart, Task: id, Epoch: epoch, Attempt: attempt, PID: pid})
+}
+
+func (f *fixture) end(pid int, id string, epoch int64, outcome string) {
+	for _, e := range f.execs {
+		if e.Event == execStart && e.Task == id && e.Epoch == epoch {
+			f.execs = append(f.execs, ExecRecord{Event: execEnd, Task: id, Epoch: epoch, Attempt: e.Attempt, PID: pid, Outcome: outcome})
+			return
+		}
+	}
+	f.t.Fatalf("end of an execution of %s under epoch %d that did not start", id, epoch)
+}
+
+func (f *fixture) attemptAt(id string, epoch int64) int {
+	tv, ok := f.db[id]
+	if !ok {
+		return 1
+	}
+	claims, releases := 0, 0
+	for _, ev := range tv.Events {
+		switch {
+		case isClaim(ev):
+			claims++
+			if ev.Epoch == epoch {
+				return claims - releases
+			}
+		case isRelease(ev):
+			releases++
+		}
+	}
+	return 1
 }
 
 // check runs the checker with the API answering like the store.

@@ -3,6 +3,7 @@ package faultcheck
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,9 +53,13 @@ type Op struct {
 	Replayed bool `json:"replayed,omitempty"`
 	// State is the task state the answer showed (submit, cancel, read).
 	State dockettype.State `json:"state,omitempty"`
-	// Fault names an injected fault (kill, start, pause, resume, pg-stop,
-	// pg-start, reset, stall, drop-response).
-	Fault    string    `json:"fault,omitempty"`
+	// Fault names an injected fault (kill, start, term, pause, resume,
+	// pg-stop, pg-start, reset, stall, drop-response), then the node it
+	// acted on, if any: "kill a".
+	Fault string `json:"fault,omitempty"`
+	// PID is the server process a term fault stopped. Its Outcome is OK
+	// when the process exited by itself, with status 0, within its bound.
+	PID      int       `json:"pid,omitempty"`
 	Invoked  time.Time `json:"invoked"`
 	Complete time.Time `json:"complete"`
 }
@@ -134,6 +139,7 @@ func (h *History) WriteJSON(w io.Writer) error {
 const (
 	FaultKill         = "kill"          // SIGKILL of a node
 	FaultStart        = "start"         // a node (re)started
+	FaultTerm         = "term"          // a node stopped with SIGTERM (a graceful stop); PID names the process
 	FaultPause        = "pause"         // SIGSTOP of a node
 	FaultResume       = "resume"        // SIGCONT of a node
 	FaultPGStop       = "pg-stop"       // PostgreSQL stopped -m immediate
@@ -143,3 +149,9 @@ const (
 	FaultStall        = "stall"         // proxied traffic held
 	FaultDropResponse = "drop-response" // a committed submit's answer dropped (Key, TaskID name it)
 )
+
+// faultName is the fault of an Op's Fault, without the node: "kill".
+func faultName(fault string) string {
+	name, _, _ := strings.Cut(fault, " ")
+	return name
+}

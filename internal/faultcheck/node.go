@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/docket-dev/docket/internal/auth"
 )
 
 // Node is one `docket serve` child process, started, killed, frozen and
@@ -178,22 +180,44 @@ func (n *Node) Resume() error {
 // Stop resumes a frozen node, asks it to shut down (SIGTERM) and waits,
 // killing it if it takes longer than grace.
 func (n *Node) Stop(grace time.Duration) error {
+	_ = n.Resume()
+	n.Terminate(grace)
+	return nil
+}
+
+// Terminate asks the node to shut down (SIGTERM) and waits up to bound for
+// the process to exit, killing it if it is still running then. It reports
+// whether the process exited by itself, with status 0, in time; a node that
+// is not running has nothing to report and is clean.
+func (n *Node) Terminate(bound time.Duration) (clean bool) {
 	cmd, exited := n.running()
 	if cmd == nil {
-		return nil
+		return true
 	}
-	_ = n.Resume()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	t := n.clock.NewTimer(grace)
+	_ = cmd.Process.Signal(syscall.SIGTERM) // if it fails, the bound's kill ends the process
+	t := n.clock.NewTimer(bound)
 	defer t.Stop()
+	killed := false
 	select {
 	case <-exited:
 	case <-t.Chan():
+		killed = true
 		_ = cmd.Process.Kill()
 		<-exited
 	}
 	n.reap(cmd)
-	return nil
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !killed && n.lastErr == nil
+}
+
+// PID is the process ID of the running node, or 0.
+func (n *Node) PID() int {
+	cmd, _ := n.running()
+	if cmd == nil {
+		return 0
+	}
+	return cmd.Process.Pid
 }
 
 // Counts returns how often the node was started, killed and paused.
@@ -208,8 +232,8 @@ func stdoutPrefix(node string) string { return "[" + node + " stdout] " }
 
 // redactKey masks an API key a server prints on its first start.
 func redactKey(line string) string {
-	if i := strings.Index(line, "dk_"); i >= 0 {
-		return line[:i] + "dk_…"
+	if i := strings.Index(line, auth.KeyPrefix); i >= 0 {
+		return line[:i] + auth.KeyPrefix + "…"
 	}
 	return line
 }

@@ -61,12 +61,16 @@ type probeResult struct {
 const (
 	execStart = "start"
 	execEnd   = "end"
+	// execTerm is not the probe's: the checker appends it to a process's
+	// log just before it sends the process SIGTERM, so that the records
+	// after it are those written during the shutdown (markTerm).
+	execTerm = "term"
 )
 
 // ExecRecord is one line of an execution log: the probe writes a start line
 // before it does anything else, and an end line when it returns.
 type ExecRecord struct {
-	Event   string `json:"ev"` // start or end
+	Event   string `json:"ev"` // start, end, or term (the checker's mark)
 	Tenant  string `json:"tenant"`
 	Task    string `json:"task"`
 	Epoch   int64  `json:"epoch"`
@@ -85,7 +89,7 @@ func RegisterProbe(reg *workflow.Registry, dir string, clock clockwork.Clock) (i
 		return nil, fmt.Errorf("faultcheck probe: %w", err)
 	}
 	pid := os.Getpid()
-	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("exec-%d.log", pid)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(execLogName(dir, pid), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("faultcheck probe: %w", err)
 	}
@@ -160,8 +164,28 @@ func (p *probe) run(ctx context.Context, b *workflow.Binding, input json.RawMess
 	return out, nil
 }
 
-// ReadExecLogs reads the records of the tenants' tasks in every exec-*.log
-// of dir. A torn last line (a write cut by a crash of the whole machine,
+// execLogName is the execution log of process pid in dir.
+func execLogName(dir string, pid int) string {
+	return filepath.Join(dir, fmt.Sprintf("exec-%d.log", pid))
+}
+
+// markTerm appends a term record to the execution log of process pid in
+// dir, with one write(2) on a file opened O_APPEND like the probe's own: the
+// record falls between the lines the process wrote before it and after it.
+func markTerm(dir string, pid int) error {
+	f, err := os.OpenFile(execLogName(dir, pid), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(ExecRecord{Event: execTerm, PID: pid})
+	if err == nil {
+		_, err = f.Write(append(line, '\n'))
+	}
+	return errors.Join(err, f.Close())
+}
+
+// ReadExecLogs reads the records of the tenants' tasks, and the checker's
+// term marks, in every exec-*.log of dir, each file in its order. A torn last line (a write cut by a crash of the whole machine,
 // not of the process) is skipped.
 func ReadExecLogs(dir string, tenants []string) ([]ExecRecord, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "exec-*.log"))
@@ -181,7 +205,7 @@ func ReadExecLogs(dir string, tenants []string) ([]ExecRecord, error) {
 				continue
 			}
 			var r ExecRecord
-			if err := json.Unmarshal([]byte(line), &r); err != nil || !slices.Contains(tenants, r.Tenant) {
+			if err := json.Unmarshal([]byte(line), &r); err != nil || r.Event != execTerm && !slices.Contains(tenants, r.Tenant) {
 				continue
 			}
 			out = append(out, r)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/jonboulle/clockwork"
@@ -69,5 +71,50 @@ func TestProbeLogsEveryExecution(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("records %q, want %q", got, want)
 		}
+	}
+}
+
+// TestTermMarkSplitsTheExecutionLog: the checker's term mark lands between
+// the lines the process logged before and after it, and is read back with
+// them (it names no tenant), so the executions that ended after it are
+// those of the shutdown.
+func TestTermMarkSplitsTheExecutionLog(t *testing.T) {
+	dir := t.TempDir()
+	reg := workflow.NewRegistry()
+	closer, err := RegisterProbe(reg, dir, clockwork.NewFakeClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	def, _ := reg.Lookup(ProbeWorkflow)
+	run := func(task string) {
+		t.Helper()
+		b := binding.New[*workflow.Binding](binding.Params{TaskID: task, Tenant: "t1", LeaseEpoch: 1, Attempt: 1})
+		if _, err := def.Run(context.Background(), b, json.RawMessage(`{"key":"k"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("before")
+	if err := markTerm(dir, os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	run("after")
+
+	recs, err := ReadExecLogs(dir, []string{"t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Event+" "+r.Task)
+	}
+	want := []string{"start before", "end before", "term ", "start after", "end after"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("records %q, want %q", got, want)
+	}
+	p := parse(&CheckInput{Execs: recs})
+	if p.execs[lease{"before", 1}].inShutdown || !p.execs[lease{"after", 1}].inShutdown {
+		t.Errorf("in shutdown: before %v, after %v; want false, true",
+			p.execs[lease{"before", 1}].inShutdown, p.execs[lease{"after", 1}].inShutdown)
 	}
 }

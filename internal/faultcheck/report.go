@@ -84,12 +84,18 @@ func WriteText(w io.Writer, reports []*Report) {
 		row("other checks", "lifecycle %d · admission over limit %d · reservation leaks %d · executions over attempts %d · fence %d · views disagree %d · replay refused %d · log leaks %d",
 			res.Anomalies[AnomalyLifecycle], res.Anomalies[AnomalyAdmission], res.Anomalies[AnomalyReservation], res.Anomalies[AnomalyExecutions],
 			res.Anomalies[AnomalyFence], res.Anomalies[AnomalyViews], res.Anomalies[AnomalyReplay], res.Anomalies[AnomalyLogLeak])
+		row("shutdown checks", "outcomes lost %d · attempts charged %d · claims lost %d · handed back, not run again %d",
+			res.Anomalies[AnomalyOutcomeLost], res.Anomalies[AnomalyCharged], res.Anomalies[AnomalyClaimLost], res.Anomalies[AnomalyNotRerun])
 		row("tasks", "%d: %s", res.Tasks, formatStates(res.States))
 		if len(res.FailedCodes) > 0 {
 			row("failed with", "%s", formatCounts(res.FailedCodes))
 		}
 		row("executions", "%d under %d claims; %d tasks run again after a lost execution; %d lease recoveries; %d finished results discarded",
 			res.Executions, res.Claims, res.ReExecuted, res.LeaseRecoveries, res.DiscardedResults)
+		if res.GracefulStops > 0 || res.HandedBack > 0 {
+			row("shutdowns", "%d graceful stops (SIGTERM); %d executions finished inside the grace; %d leases handed back",
+				res.GracefulStops, res.FinishedInGrace, res.HandedBack)
+		}
 		row("peak in flight", "%s", formatPeaks(res.PeakInFlight, res.Limits))
 		for _, f := range res.Findings {
 			row("FINDING", "%s", f)

@@ -1,36 +1,93 @@
+//go:build unix
+
 package faultcheck
 
 import (
+	"context"
 	"fmt"
+	mrand "math/rand/v2"
 	"strings"
 )
 
-// Scenarios.
-const (
-	ScenarioKill9     = "kill9"            // SIGKILL and restart of the server at random moments
-	ScenarioPGRestart = "pg-restart"       // PostgreSQL stopped -m immediate and started again
-	ScenarioConnReset = "conn-reset"       // connections reset and stalled by a TCP proxy
-	ScenarioAmbiguous = "ambiguous-commit" // a committed submit's answer dropped
-	ScenarioPause     = "pause"            // a server frozen (SIGSTOP) past its lease TTL, then resumed
-	ScenarioClockSkew = "clock-skew"       // a second node whose clock is 30 s ahead
-	ScenarioAll       = "all"
-)
+// Scenario is one way of injecting faults into a run. Everything else a
+// run does — tenants, the load, the drain, the replay of every key, the
+// check — is the same for every scenario (rig).
+//
+// Each scenario lives in a file of its own, scenario_<name>.go, and is
+// listed once in scenarios. A value is made for one run, so it may keep
+// what it sets up (a proxy, a cluster handle) in its fields. The methods
+// are called in this order: Needs; then, if it named nothing missing,
+// Setup, Inject (while the load runs), Heal (once the load has ended, even
+// when the run was interrupted), and Close (after the servers stopped).
+type Scenario interface {
+	// Name is what --scenario selects.
+	Name() string
+	// Needs says what this machine or the database under test (db: a
+	// SQLite path or a postgres:// URL) lacks for the scenario to run, or
+	// "": the scenario is then skipped and reported SKIPPED with the
+	// reason. It is asked before anything starts.
+	Needs(db string) string
+	// Setup lays the run out before any server starts: it adds the servers
+	// (rig.addNode) and may put a proxy between them and their database,
+	// or in front of them (rig.endpoints).
+	Setup(ctx context.Context, r *rig) error
+	// Inject injects faults until ctx is done. rng is the run's, seeded.
+	Inject(ctx context.Context, r *rig, rng *mrand.Rand) error
+	// Heal ends the faults only this scenario knows of (a stopped
+	// database, a proxy's cuts). The rig itself then resumes frozen servers
+	// and starts stopped ones.
+	Heal(r *rig) error
+	// Close releases what Setup made.
+	Close(r *rig)
+}
 
-// AllScenarios lists every scenario, in the order `all` runs them.
-var AllScenarios = []string{ScenarioKill9, ScenarioPGRestart, ScenarioConnReset, ScenarioAmbiguous, ScenarioPause, ScenarioClockSkew}
+// scenarios makes each scenario, in the order `all` runs them. Adding a
+// scenario is adding its file and one line here.
+var scenarios = []func() Scenario{
+	newKill9,
+	newPGRestart,
+	newConnReset,
+	newAmbiguousCommit,
+	newPause,
+	newClockSkew,
+	newSigterm,
+}
 
-// ParseScenarios turns a comma-separated list (or "all") into scenarios.
+// ScenarioAll selects every scenario.
+const ScenarioAll = "all"
+
+// ScenarioNames lists every scenario, in the order `all` runs them.
+func ScenarioNames() []string {
+	names := make([]string, len(scenarios))
+	for i, newSc := range scenarios {
+		names[i] = newSc().Name()
+	}
+	return names
+}
+
+// newScenario makes the scenario called name for one run.
+func newScenario(name string) (Scenario, bool) {
+	for _, newSc := range scenarios {
+		if sc := newSc(); sc.Name() == name {
+			return sc, true
+		}
+	}
+	return nil, false
+}
+
+// ParseScenarios turns a comma-separated list (or "all") into scenario
+// names, each once, in the order given.
 func ParseScenarios(s string) ([]string, error) {
 	var out []string
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
-		switch {
+		switch _, ok := newScenario(name); {
 		case name == ScenarioAll:
-			out = append(out, AllScenarios...)
-		case isScenario(name):
+			out = append(out, ScenarioNames()...)
+		case ok:
 			out = append(out, name)
 		default:
-			return nil, fmt.Errorf("unknown scenario %q: want %s or all", name, strings.Join(AllScenarios, ", "))
+			return nil, fmt.Errorf("unknown scenario %q: want %s or all", name, strings.Join(ScenarioNames(), ", "))
 		}
 	}
 	seen := map[string]bool{}
@@ -44,23 +101,21 @@ func ParseScenarios(s string) ([]string, error) {
 	return uniq, nil
 }
 
-func isScenario(name string) bool {
-	for _, s := range AllScenarios {
-		if s == name {
-			return true
-		}
+// SkipReason says why the scenario called name cannot run against db (a
+// SQLite path or a postgres:// URL) on this machine, or "" (also for a name
+// that is no scenario: Run reports that).
+func SkipReason(name, db string) string {
+	sc, ok := newScenario(name)
+	if !ok {
+		return ""
 	}
-	return false
+	return sc.Needs(db)
 }
 
-// SkipReason says why a scenario cannot run against this store, or "".
-// pg-restart has further conditions, checked when it runs.
-func SkipReason(scenario string, postgres bool) string {
-	switch {
-	case scenario == ScenarioPGRestart && !postgres:
-		return "--db is SQLite: there is no database server to stop (use a postgres:// URL)"
-	case scenario == ScenarioClockSkew && !postgres:
-		return "--db is SQLite: a second node needs a shared PostgreSQL database (one SQLite node has one clock)"
-	}
-	return ""
-}
+// nothingToHeal is embedded by the scenarios whose faults the rig heals
+// alone (it resumes frozen servers and starts stopped ones) and that set up
+// nothing to close.
+type nothingToHeal struct{}
+
+func (nothingToHeal) Heal(*rig) error { return nil }
+func (nothingToHeal) Close(*rig)      {}
