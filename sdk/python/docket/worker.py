@@ -126,8 +126,6 @@ class Worker:
         self._flush_timeout = _seconds(flush_timeout)
         self._log = logger or _log
         self._handlers: dict[str, Handler] = {}
-        for name, fn in (handlers or {}).items():
-            self.handle(name, fn)
 
         self._lock = threading.RLock()  # reentrant: stop() may run in a signal handler
         self._started = False
@@ -145,6 +143,8 @@ class Worker:
         self._finisher: Finisher | None = None
         self._counts = {"claimed": 0, "completed": 0, "dropped": 0, "released": 0}
         self._counts_lock = threading.Lock()
+        for name, fn in (handlers or {}).items():
+            self.handle(name, fn)
 
     # --- registration ---------------------------------------------------------
 

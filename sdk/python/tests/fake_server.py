@@ -74,6 +74,7 @@ class FakeTask:
     result: Any = None
     error: Any = None
     outcome: Any = None  # the committed finish item
+    renewed_at: float = 0.0  # monotonic time of the claim or last ok heartbeat
     events: list[dict[str, Any]] = field(default_factory=list)
     evidence: list[dict[str, Any]] = field(default_factory=list)
 
@@ -105,8 +106,22 @@ class FakeTask:
 
 
 class FakeDocket:
-    def __init__(self, *, key: str = "test-key", heartbeat_ms: int = 100, lease_ttl_ms: int = 30_000):
+    def __init__(
+        self,
+        *,
+        key: str = "test-key",
+        heartbeat_ms: int = 100,
+        lease_ttl_ms: int = 30_000,
+        realistic: bool = False,
+        port: int = 0,
+    ):
+        """realistic: also run the server's schedulers (deadlines, lease
+        recovery) and retry retryable failures, as the integration tests
+        expect of a real server; off, the unit tests control every move."""
         self.key = key
+        self.keys = {key}
+        self.realistic = realistic
+        self.workflows: dict[str, dict[str, Any]] = {}
         self.heartbeat_ms = heartbeat_ms
         self.lease_ttl_ms = lease_ttl_ms
         self.cond = threading.Condition()
@@ -133,7 +148,7 @@ class FakeDocket:
         class Handler(_Handler):
             server_fake = fake
 
-        self.httpd = _Server(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
 
@@ -141,7 +156,33 @@ class FakeDocket:
 
     def start(self) -> FakeDocket:
         self._thread.start()
+        if self.realistic:
+            threading.Thread(target=self._schedulers, daemon=True).start()
         return self
+
+    def _schedulers(self) -> None:
+        """Deadlines and lease recovery, every 50 ms."""
+        while True:
+            with self.cond:
+                if self._closing:
+                    return
+                now = datetime.now(timezone.utc)
+                for t in self.tasks.values():
+                    if t.state in ("queued", "running") and t.deadline_at <= now:
+                        if t.id in self.queue:
+                            self.queue.remove(t.id)
+                        t.epoch += 1
+                        self._transition(t, "timed_out", "deadline_exceeded")
+                    elif t.state == "running" and time.monotonic() - t.renewed_at > self.lease_ttl_ms / 1000:
+                        t.epoch += 1
+                        if t.attempt < t.max_attempts:
+                            t.attempt += 1
+                            self._transition(t, "queued", "lease_lost")
+                            self.queue.append(t.id)
+                        else:
+                            self._transition(t, "failed", "lease_lost")
+                self.cond.notify_all()
+                self.cond.wait(0.05)
 
     @property
     def url(self) -> str:
@@ -292,6 +333,8 @@ class FakeDocket:
             self.queue.remove(tid)
             t = self.tasks[tid]
             t.epoch += 1
+            t.renewed_at = time.monotonic()
+            t.outcome = None
             self._transition(t, "running")
             out.append({"lease": t.lease(), "task": t.json(), "input": t.input})
         return 200, {"tasks": out, "lease_ttl_ms": self.lease_ttl_ms, "heartbeat_ms": self.heartbeat_ms}, {}
@@ -299,6 +342,11 @@ class FakeDocket:
     def _beat(self, lease: str) -> str:
         t = self._current(lease)
         if t is None:
+            # The task moved on since this lease: say why, as the server does.
+            t = self._task_of(lease)
+            if t is not None and lease == f"dkl1.{t.id}.{t.epoch - 1}.mac":
+                if t.state in ("cancelled", "timed_out"):
+                    return t.state
             return "lease_lost"
         forced = self.heartbeat_status.get(t.id)
         if forced == "cancelled":
@@ -310,6 +358,8 @@ class FakeDocket:
         elif forced == "lease_lost":
             t.epoch += 1
             self._transition(t, "queued", "lease_lost")
+        if not forced:
+            t.renewed_at = time.monotonic()
         return forced or "ok"
 
     def _finish(self, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
@@ -344,7 +394,13 @@ class FakeDocket:
         else:
             e = item.get("error") or {}
             t.error = {"code": e.get("code"), "message": e.get("message")}
-            self._transition(t, "failed", str(e.get("code")))
+            if self.realistic and e.get("retryable") and t.attempt < t.max_attempts:
+                t.epoch += 1
+                t.attempt += 1
+                self._transition(t, "queued", str(e.get("code")))
+                self.queue.append(t.id)
+            else:
+                self._transition(t, "failed", str(e.get("code")))
         return "ok"
 
     def _evidence(self, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
@@ -370,6 +426,7 @@ class FakeDocket:
                 continue
             t.epoch += 1
             self._transition(t, "queued", "shutdown")
+            self.queue.append(t.id)
             self.released.append(t.id)
             answers.append({"lease": lease, "status": "ok"})
         return 200, {"leases": answers}, {}
@@ -377,6 +434,14 @@ class FakeDocket:
     # --- the task API (for Client tests) -----------------------------------
 
     def _task_api(self, method: str, path: str, query: dict[str, list[str]], headers: Any, body: Any) -> tuple[int, Any, dict[str, str]]:
+        if method == "PUT" and path.startswith("/v1/admin/workflows/"):
+            name = path.rsplit("/", 1)[1]
+            self.workflows[name] = {"name": name, "remote": True, "pool": "online", **(body or {})}
+            return 200, self.workflows[name], {}
+        if method == "POST" and path == "/v1/admin/keys":
+            key = f"dk_worker_{len(self.keys)}"
+            self.keys.add(key)
+            return 201, {"id": f"k{len(self.keys)}", "key": key, **(body or {})}, {}
         if method == "POST" and path == "/v1/tasks":
             key = headers.get("Idempotency-Key")
             if not key:
@@ -428,7 +493,15 @@ class FakeDocket:
                 return 409, err("idempotency_conflict", "key reused"), {}
             return 200, self.tasks[tid].json(), {}
         tid = f"t{next(self._ids):05d}"
-        t = FakeTask(tid, body["workflow"], body.get("input"), datetime.now(timezone.utc) + timedelta(seconds=60))
+        spec = self.workflows.get(body["workflow"], {})
+        timeout_ms = body.get("timeout_ms") or spec.get("timeout_ms") or 60_000
+        t = FakeTask(
+            tid,
+            body["workflow"],
+            body.get("input"),
+            datetime.now(timezone.utc) + timedelta(milliseconds=timeout_ms),
+            max_attempts=body.get("max_attempts") or spec.get("max_attempts") or 3,
+        )
         t.events.append({"from": "", "to": "queued", "code": ""})
         self.tasks[tid] = t
         self.queue.append(tid)
@@ -480,6 +553,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._serve("POST")
 
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
     def _serve(self, method: str) -> None:
         fake = self.server_fake
         length = int(self.headers.get("Content-Length") or 0)
@@ -493,7 +569,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._answer(400, err("invalid_request", "bad json"), {})
             return
-        if self.headers.get("Authorization") != "Bearer " + fake.key:
+        auth = self.headers.get("Authorization") or ""
+        if not auth.startswith("Bearer ") or auth[len("Bearer ") :] not in fake.keys:
             self._answer(401, err("unauthenticated", "bad key"), {})
             return
         with fake.cond:
@@ -535,3 +612,30 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+
+
+def main() -> None:
+    """Serves a realistic fake on a port, to run the integration tests
+    without a Docket server (a smoke test of the tests themselves):
+
+        cd sdk/python && python3 -m tests.fake_server --port 18181 --lease-ttl-ms 2000
+    """
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--lease-ttl-ms", type=int, default=2000)
+    ap.add_argument("--heartbeat-ms", type=int, default=500)
+    args = ap.parse_args()
+    fake = FakeDocket(
+        heartbeat_ms=args.heartbeat_ms, lease_ttl_ms=args.lease_ttl_ms, realistic=True, port=args.port
+    ).start()
+    print(f"DOCKET_URL={fake.url} DOCKET_ADMIN_KEY={fake.key}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        fake.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -110,8 +110,7 @@ class SuccessTest(WorkerTestCase):
         self.assertNotIn("pool", claim)
 
     def test_pool_is_sent_when_set(self) -> None:
-        w = self.worker(pool="offline")
-        w.handle("t.echo", lambda task: None)
+        w = self.worker(pool="offline", handlers={"t.echo": lambda task: None})
         w.start()
         self.assertTrue(self.fake.wait_for(lambda: self.fake.calls_to("/v1/worker/claim"), WAIT))
         self.assertEqual(self.fake.calls_to("/v1/worker/claim")[0].body["pool"], "offline")
