@@ -1,8 +1,9 @@
 """The heartbeater: one call renews every lease the worker holds.
 
-It sends the first heartbeat at once after a claim (at most one early call
-per ``min_gap``, so a worker that claims often does not flood the server),
-then one call per ``heartbeat_ms`` for all held leases. Any status other
+It sends the first heartbeat at once after a claim (but no sooner than half
+an interval after the previous call, so a worker that claims continuously
+does not flood the server), then one call per ``heartbeat_ms`` for all held
+leases. Any status other
 than ``ok`` cancels the task with that status as its reason, and the lease
 is no longer held. It also enforces two local limits on running tasks: the
 task's deadline (reason ``timed_out``) and a lease that no heartbeat renewed
@@ -42,7 +43,9 @@ class Heartbeater:
         on_cancel: Callable[[Task, str], None],
         interval: float = 1.0,
         ttl: float = 30.0,
+        timeout: float = 30.0,
     ) -> None:
+        self._timeout = timeout
         self._conn = conn
         self._leases = leases
         self._worker_id = worker_id
@@ -68,7 +71,13 @@ class Heartbeater:
 
     @property
     def _min_gap(self) -> float:
-        return self._interval * 0.2
+        return self._interval * 0.5
+
+    @property
+    def _call_timeout(self) -> float:
+        # A call that hangs must not outlive the leases it renews: give up
+        # after a third of the TTL and try again on a new connection.
+        return max(min(self._timeout, self._ttl / 3), 1.0)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="docket-heartbeat", daemon=True)
@@ -151,7 +160,9 @@ class Heartbeater:
             for i in range(0, len(leases), MAX_LEASES):
                 chunk = leases[i : i + MAX_LEASES]
                 body = encode({"leases": chunk, "worker_id": self._worker_id})
-                answer = self._conn.request("POST", "/v1/worker/heartbeat", body)
+                answer = self._conn.request(
+                    "POST", "/v1/worker/heartbeat", body, timeout=self._call_timeout
+                )
                 if not 200 <= answer.status <= 299:
                     raise error_of(answer)
                 self._apply(answer.json(), by_lease, started)

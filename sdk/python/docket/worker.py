@@ -319,6 +319,7 @@ class Worker:
             worker_id=self.worker_id,
             log=self._log,
             on_cancel=self._cancelled,
+            timeout=ep.timeout,
         )
         self._finisher = Finisher(Connection(ep), self._leases, log=self._log)
         self._slots.start()
@@ -394,8 +395,12 @@ class Worker:
                     continue
                 # A refusal that a retry will not change: a bad key, a
                 # workflow not registered, a server without the worker API.
+                hint = " (does this server have the worker API?)" if err.status == 404 else ""
                 self._log.error(
-                    "claim refused, stopping the worker: code=%s status=%s", err.code, err.status
+                    "claim refused, stopping the worker: code=%s status=%s%s",
+                    err.code,
+                    err.status,
+                    hint,
                 )
                 self._error = err
                 self.stop()
@@ -589,7 +594,13 @@ class Worker:
         with self._lock:
             if self._drain_deadline == float("inf"):
                 self._drain_deadline = time.monotonic() + self._grace
-        drained = slots.wait_idle(lambda: self._drain_deadline, time.monotonic)
+        interrupted: KeyboardInterrupt | None = None
+        try:
+            drained = slots.wait_idle(lambda: self._drain_deadline, time.monotonic)
+        except KeyboardInterrupt as exc:
+            # A second Ctrl-C (without signal handlers) skips the rest of the
+            # grace, not the release and the flush.
+            drained, interrupted = False, exc
         # Cancel what is left, and hand its leases back.
         left = [t for t in self._leases.snapshot() if t._cancel("shutdown")]
         if left:
@@ -600,8 +611,11 @@ class Worker:
             )
             self._release(left)
         # Flush the outcomes (the heartbeater keeps their leases alive).
-        if not fin.flush(self._flush_timeout):
-            self._log.warning("outcomes not all sent within the flush timeout")
+        try:
+            if not fin.flush(self._flush_timeout):
+                self._log.warning("outcomes not all sent within the flush timeout")
+        except KeyboardInterrupt as exc:
+            interrupted = interrupted or exc
         fin.stop()
         hb.stop()
         slots.close()
@@ -617,6 +631,8 @@ class Worker:
                 busy,
             )
         self._log.info("worker stopped: worker_id=%s %s", self.worker_id, self.stats)
+        if interrupted is not None:
+            raise interrupted
 
     def _release(self, tasks: list[Task]) -> None:
         conn = Connection(self._endpoint)

@@ -269,6 +269,29 @@ class CancellationTest(WorkerTestCase):
                 with self.assertRaises(docket.TaskCancelled):
                     task.raise_if_cancelled()
 
+    def test_raise_if_cancelled_drops_the_outcome(self) -> None:
+        stopped: queue.Queue[str] = queue.Queue()
+
+        def loop(task: Task) -> str:
+            try:
+                while True:
+                    task.raise_if_cancelled()
+                    task.cancelled.wait(WAIT)
+            except docket.TaskCancelled as exc:
+                stopped.put(exc.reason)
+                raise
+
+        tid = self.fake.add_task("t.loop")
+        self.fake.heartbeat_status[tid] = "cancelled"
+        w = self.worker()
+        w.handle("t.loop", loop)
+        w.start()
+        self.assertEqual(stopped.get(timeout=WAIT), "cancelled")
+        w.stop()
+        self.assertTrue(w.join(WAIT))
+        self.assertEqual(self.fake.finish_items_for(tid), [], "a cancelled handler's exception was sent")
+        self.assertFalse(any("TaskCancelled" in line for line in self.logs.lines if "raised" in line))
+
     def test_deadline_cancels_locally(self) -> None:
         got: queue.Queue[Any] = queue.Queue()
 
@@ -417,6 +440,16 @@ class FinishRetryTest(WorkerTestCase):
         self.assertEqual(self.fake.tasks[tid].result, 5)
         self.assertEqual(len(self.fake.calls_to("/v1/worker/finish")), 3)
 
+    def test_result_over_the_body_limit_fails_the_task(self) -> None:
+        self.fake.finish_errors = [(413, "payload_too_large", None)]
+        tid = self.fake.add_task("t.big")
+        w = self.worker()
+        w.handle("t.big", lambda task: "x" * 1000)
+        w.start()
+        self.wait_state(tid, "failed")
+        self.assertEqual(self.fake.tasks[tid].outcome["error"]["code"], "result_too_large")
+        self.assertFalse(self.fake.tasks[tid].outcome["error"]["retryable"])
+
     def test_conflict_and_lease_lost_are_final(self) -> None:
         # The task is cancelled between the handler's end and the finish:
         # lease_lost, logged, not retried.
@@ -486,6 +519,19 @@ class ShutdownTest(WorkerTestCase):
         ]
         self.assertGreaterEqual(len(late_beats), 2)
         self.assertEqual(w.stats["released"], 1)
+
+    def test_stop_from_a_handler(self) -> None:
+        w = self.worker()
+
+        def last(task: Task) -> str:
+            w.stop()
+            return "bye"
+
+        w.handle("t.last", last)
+        tid = self.fake.add_task("t.last")
+        w.start()
+        self.assertTrue(w.join(WAIT))
+        self.assertEqual((self.state(tid), self.fake.tasks[tid].result), ("succeeded", "bye"))
 
     def test_stop_ends_an_idle_long_poll_at_once(self) -> None:
         w = self.worker(wait_ms=30_000)
