@@ -50,7 +50,30 @@ def main() -> int:
         {"tenant": args.tenant, "principal": "py-bench", "role": "worker"},
     )
     worker_key = made["key"]
+    restore_limit = raise_tenant_limit(admin, args.tenant, args.n)
+    try:
+        return burn_down(args, admin, worker_key)
+    finally:
+        if restore_limit is not None:
+            admin.request("PATCH", f"/v1/admin/tenants/{args.tenant}", {"max_in_flight": restore_limit})
+        admin.close()
 
+
+def raise_tenant_limit(admin: docket.Client, tenant: str, n: int) -> int | None:
+    """Makes room for n more in-flight tasks of the tenant; returns the
+    limit to restore, or None when it was already large enough."""
+    tenants = admin.request("GET", "/v1/admin/tenants").get("tenants", [])
+    mine = next((t for t in tenants if t.get("id") == tenant), None)
+    if mine is None or not mine.get("max_in_flight"):
+        return None  # unknown tenant (created with the default) or no limit
+    need = int(mine.get("in_flight", 0)) + n
+    if mine["max_in_flight"] >= need:
+        return None
+    admin.request("PATCH", f"/v1/admin/tenants/{tenant}", {"max_in_flight": need})
+    return int(mine["max_in_flight"])
+
+
+def burn_down(args: argparse.Namespace, admin: docket.Client, worker_key: str) -> int:
     run = uuid.uuid4().hex[:12]
     t0 = time.monotonic()
     ids: list[str] = []
@@ -70,7 +93,10 @@ def main() -> int:
         refused = [r for r in results if r.status not in (200, 201)]
         if refused:
             codes = sorted({r.error.code if r.error else str(r.status) for r in refused})
-            print(f"bench: {len(refused)} tasks refused ({', '.join(codes)})", file=sys.stderr)
+            hint = ""
+            if "queue_full" in codes:
+                hint = "; start the server with a larger --online-capacity"
+            print(f"bench: {len(refused)} tasks refused ({', '.join(codes)}){hint}", file=sys.stderr)
             return 1
         ids.extend(r.task.id for r in results if r.task)
     submit_seconds = time.monotonic() - t0
@@ -86,6 +112,9 @@ def main() -> int:
             if s["finished_ok"] + s["finish_conflict"] + s["finish_lease_lost"] >= args.n:
                 done.set()
                 return
+            if worker.join(0):  # the worker ended on its own (claims refused)
+                done.set()
+                return
             done.wait(0.005)
 
     t1 = time.monotonic()
@@ -97,6 +126,9 @@ def main() -> int:
     worker.stop()
     worker.join()
     stats = worker.stats
+    if worker.error is not None:
+        print(f"bench: the worker stopped: {worker.error}", file=sys.stderr)
+        return 1
     if not finished:
         print(f"bench: timed out, stats {stats}", file=sys.stderr)
         return 1
@@ -106,7 +138,6 @@ def main() -> int:
         if state not in docket.TERMINAL_STATES:
             print(f"bench: task {tid} is {state}", file=sys.stderr)
             return 1
-    admin.close()
     print(
         json.dumps(
             {
@@ -125,4 +156,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except docket.DocketError as err:
+        print(f"bench: {err}", file=sys.stderr)
+        sys.exit(1)

@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ._backoff import Backoff
-from ._http import Connection, encode, error_of
+from ._http import Connection, encode, error_of, retryable
 from ._lease_table import LeaseTable
 from .errors import DocketError
 from .task import Task
@@ -114,8 +114,8 @@ class Finisher:
                 self._busy = True
             try:
                 self._send(batch)
-            except Exception:  # never let the loop die; log the class only
-                self._log.exception("finish loop error")
+            except Exception as exc:  # never let the loop die; log the class only
+                self._log.error("finish loop error: %s", type(exc).__name__)
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
@@ -165,7 +165,7 @@ class Finisher:
                 ).decode()
                 o.succeeded = False
                 continue
-            if err.status == 429 or (err.status is not None and err.status >= 500):
+            if retryable(err):
                 delay = backoff.next(err.retry_after or 0.0)
                 self._log.info(
                     "finish refused, retrying in %.2fs: code=%s status=%s",

@@ -111,8 +111,8 @@ class Heartbeater:
                 self._poked = False
             try:
                 wake = self._tick()
-            except Exception:  # never let the loop die; log the class only
-                self._log.exception("heartbeat loop error")
+            except Exception as exc:  # never let the loop die; log the class only
+                self._log.error("heartbeat loop error: %s", type(exc).__name__)
                 wake = time.monotonic() + self._interval
 
     def _tick(self) -> float:

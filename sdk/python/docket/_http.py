@@ -284,6 +284,11 @@ def trace_id_of(traceparent: str | None) -> str | None:
     return parts[1]
 
 
+def retryable(err: DocketError) -> bool:
+    """Whether a refusal may pass on a retry: no answer, 408, 429 or 5xx."""
+    return err.status is None or err.status in (408, 429) or err.status >= 500
+
+
 def check(answer: Answer) -> Any:
     """The decoded body of a 2xx answer; a DocketError for any other."""
     if not 200 <= answer.status <= 299:

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, TypeVar
 from ._backoff import Backoff, jitter
 from ._finisher import Finisher, Outcome
 from ._heartbeater import Heartbeater
-from ._http import Connection, ConnectionPool, Endpoint, encode, error_of
+from ._http import Connection, ConnectionPool, Endpoint, encode, error_of, retryable
 from ._lease_table import LeaseTable
 from ._slots import SlotPool
 from ._version import SDK
@@ -383,7 +383,7 @@ class Worker:
                 continue
             if not 200 <= answer.status <= 299:
                 err = error_of(answer)
-                if err.status == 429 or (err.status or 0) >= 500:
+                if retryable(err):
                     delay = overload.next(err.retry_after or 0.0)
                     self._log.warning(
                         "claim refused, retrying in %.2fs: code=%s status=%s",
@@ -579,7 +579,7 @@ class Worker:
                     raise LeaseLost()
                 raise DocketError(str(status or "http_error"), "evidence refused", status=answer.status)
             err = error_of(answer)
-            if attempt < tries and (err.status == 429 or (err.status or 0) >= 500):
+            if attempt < tries and retryable(err):
                 time.sleep(backoff.next(err.retry_after or 0.0))
                 continue
             raise err
@@ -657,7 +657,7 @@ class Worker:
                 if 200 <= answer.status <= 299:
                     return True
                 err = error_of(answer)
-                if not (err.status == 429 or (err.status or 0) >= 500):
+                if not retryable(err):
                     self._log.error(
                         "release refused: code=%s status=%s (tasks recovered after the lease TTL)",
                         err.code,
