@@ -66,7 +66,9 @@ class FakeTask:
     workflow: str
     input: Any
     deadline_at: datetime
-    attempt: int = 1
+    # As the server counts: the attempts claimed so far (0 while queued
+    # for the first time); a claim adds one, a release takes it back.
+    attempt: int = 0
     max_attempts: int = 3
     state: str = "queued"
     epoch: int = 0
@@ -176,7 +178,6 @@ class FakeDocket:
                     elif t.state == "running" and time.monotonic() - t.renewed_at > self.lease_ttl_ms / 1000:
                         t.epoch += 1
                         if t.attempt < t.max_attempts:
-                            t.attempt += 1
                             self._transition(t, "queued", "lease_lost")
                             self.queue.append(t.id)
                         else:
@@ -228,7 +229,7 @@ class FakeDocket:
                 workflow,
                 input,
                 datetime.now(timezone.utc) + timedelta(seconds=deadline_in),
-                attempt=attempt,
+                attempt=attempt - 1,  # the claim makes it `attempt`
                 max_attempts=max_attempts,
             )
             self.tasks[tid].events.append({"from": "", "to": "queued", "code": ""})
@@ -333,6 +334,7 @@ class FakeDocket:
             self.queue.remove(tid)
             t = self.tasks[tid]
             t.epoch += 1
+            t.attempt += 1
             t.renewed_at = time.monotonic()
             t.outcome = None
             self._transition(t, "running")
@@ -396,7 +398,6 @@ class FakeDocket:
             t.error = {"code": e.get("code"), "message": e.get("message")}
             if self.realistic and e.get("retryable") and t.attempt < t.max_attempts:
                 t.epoch += 1
-                t.attempt += 1
                 self._transition(t, "queued", str(e.get("code")))
                 self.queue.append(t.id)
             else:
@@ -425,6 +426,7 @@ class FakeDocket:
                 answers.append({"lease": lease, "status": "lease_lost"})
                 continue
             t.epoch += 1
+            t.attempt -= 1  # not charged
             self._transition(t, "queued", "shutdown")
             self.queue.append(t.id)
             self.released.append(t.id)

@@ -217,23 +217,28 @@ class IntegrationTest(unittest.TestCase):
 
         def hold(task: Task) -> str:
             started.set()
-            seen.put((task.cancelled.wait(30), task.cancel_reason))
+            seen.put((task.cancelled.wait(30), task.cancel_reason, task.attempt))
             return "late"
 
         first = self.worker("drain", hold, shutdown_grace=0.5)
-        tid = self.submit("drain", {}, max_attempts=3)
+        submitted = self.admin.submit(self.wf("drain"), {}, max_attempts=3)
+        tid = submitted.id
         self.assertTrue(started.wait(WAIT))
         first.stop()
         self.assertTrue(first.join(WAIT))
-        self.assertEqual(seen.get(timeout=WAIT), (True, "shutdown"))
+        cancelled, reason, first_attempt = seen.get(timeout=WAIT)
+        self.assertEqual((cancelled, reason), (True, "shutdown"))
         self.assertEqual(first.stats["released"], 1)
         events = self.admin.events(tid)
         self.assertIn(("running", "queued", "shutdown"), [(e.from_state, e.to_state, e.code) for e in events])
-        self.assertEqual(self.admin.get(tid).attempt, 1, "the release charged an attempt")
-        # Another worker finishes it, still on attempt 1.
+        # Not charged: queued again as it was before the claim.
+        after = self.admin.get(tid)
+        self.assertEqual(after.state, "queued")
+        self.assertEqual(after.attempt, submitted.attempt, "the release charged an attempt")
+        # Another worker finishes it, on the same attempt as the first.
         self.worker("drain", lambda task: {"attempt": task.attempt})
         t = self.finished(tid)
-        self.assertEqual((t.state, t.result), ("succeeded", {"attempt": 1}))
+        self.assertEqual((t.state, t.result), ("succeeded", {"attempt": first_attempt}))
 
     def test_killed_worker_task_is_recovered_and_finished_by_another(self) -> None:
         proc = subprocess.Popen(
