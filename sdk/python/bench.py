@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import string
 import sys
 import threading
 import time
-import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,12 +37,19 @@ def main() -> int:
     ap.add_argument("--admin-key", default=os.environ.get("DOCKET_ADMIN_KEY"))
     ap.add_argument("-n", type=int, default=10_000, help="tasks to burn down")
     ap.add_argument("--slots", type=int, default=64, help="worker slots")
-    ap.add_argument("--workflow", default="py.bench.noop")
+    ap.add_argument(
+        "--workflow",
+        default=None,
+        help="remote workflow to register and run (default: py.bench.<run>, new each run, so that "
+        "tasks left by an earlier run are not counted)",
+    )
     ap.add_argument("--tenant", default="demo", help="the admin key's tenant (the worker key serves it)")
     args = ap.parse_args()
     if not args.admin_key:
         ap.error("--admin-key (or DOCKET_ADMIN_KEY) is required")
 
+    run = "".join(random.choices(string.ascii_lowercase, k=10))
+    args.workflow = args.workflow or f"py.bench.{run}"
     admin = docket.Client(args.url, args.admin_key)
     admin.request("PUT", f"/v1/admin/workflows/{args.workflow}", {"pool": "online", "max_attempts": 3})
     made = admin.request(
@@ -52,7 +60,7 @@ def main() -> int:
     worker_key = made["key"]
     restore_limit = raise_tenant_limit(admin, args.tenant, args.n)
     try:
-        return burn_down(args, admin, worker_key)
+        return burn_down(args, admin, worker_key, run)
     finally:
         if restore_limit is not None:
             admin.request("PATCH", f"/v1/admin/tenants/{args.tenant}", {"max_in_flight": restore_limit})
@@ -73,8 +81,34 @@ def raise_tenant_limit(admin: docket.Client, tenant: str, n: int) -> int | None:
     return int(mine["max_in_flight"])
 
 
-def burn_down(args: argparse.Namespace, admin: docket.Client, worker_key: str) -> int:
-    run = uuid.uuid4().hex[:12]
+def drain(args: argparse.Namespace, worker_key: str, n: int) -> tuple[docket.Worker, bool]:
+    """Runs a worker until n outcomes are acknowledged (or it fails, or a
+    generous timeout passes); returns it, stopped, and whether all were."""
+    done = threading.Event()
+    worker = docket.Worker(args.url, worker_key, slots=args.slots, wait_ms=1000, shutdown_grace=5)
+    worker.handle(args.workflow, lambda task: None)
+
+    def watch() -> None:
+        # The worker's own counters: every outcome acknowledged by the server.
+        while not done.is_set():
+            s = worker.stats
+            if s["finished_ok"] + s["finish_conflict"] + s["finish_lease_lost"] >= n:
+                done.set()
+                return
+            if worker.join(0):  # the worker ended on its own (claims refused)
+                done.set()
+                return
+            done.wait(0.005)
+
+    worker.start()
+    threading.Thread(target=watch, daemon=True).start()
+    finished = done.wait(max(60.0, n / 100)) and worker.error is None
+    worker.stop()
+    worker.join()
+    return worker, finished
+
+
+def burn_down(args: argparse.Namespace, admin: docket.Client, worker_key: str, run: str) -> int:
     t0 = time.monotonic()
     ids: list[str] = []
     for start in range(0, args.n, 1000):
@@ -90,6 +124,7 @@ def burn_down(args: argparse.Namespace, admin: docket.Client, worker_key: str) -
                 if err.status not in (429, 503):
                     raise
                 time.sleep(err.retry_after or 0.5)
+        ids.extend(r.task.id for r in results if r.task)
         refused = [r for r in results if r.status not in (200, 201)]
         if refused:
             codes = sorted({r.error.code if r.error else str(r.status) for r in refused})
@@ -97,34 +132,14 @@ def burn_down(args: argparse.Namespace, admin: docket.Client, worker_key: str) -
             if "queue_full" in codes:
                 hint = "; start the server with a larger --online-capacity"
             print(f"bench: {len(refused)} tasks refused ({', '.join(codes)}){hint}", file=sys.stderr)
+            print(f"bench: draining the {len(ids)} tasks admitted", file=sys.stderr)
+            drain(args, worker_key, len(ids))
             return 1
-        ids.extend(r.task.id for r in results if r.task)
     submit_seconds = time.monotonic() - t0
 
-    done = threading.Event()
-    worker = docket.Worker(args.url, worker_key, slots=args.slots, wait_ms=1000, shutdown_grace=5)
-    worker.handle(args.workflow, lambda task: None)
-
-    def watch() -> None:
-        # The worker's own counters: every outcome acknowledged by the server.
-        while not done.is_set():
-            s = worker.stats
-            if s["finished_ok"] + s["finish_conflict"] + s["finish_lease_lost"] >= args.n:
-                done.set()
-                return
-            if worker.join(0):  # the worker ended on its own (claims refused)
-                done.set()
-                return
-            done.wait(0.005)
-
     t1 = time.monotonic()
-    worker.start()
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    finished = done.wait(max(60.0, args.n / 100))
+    worker, finished = drain(args, worker_key, args.n)
     seconds = time.monotonic() - t1
-    worker.stop()
-    worker.join()
     stats = worker.stats
     if worker.error is not None:
         print(f"bench: the worker stopped: {worker.error}", file=sys.stderr)
