@@ -559,17 +559,26 @@ class Worker:
         data = encode({"items": [{"lease": task._lease, "kind": kind, "body": body}]})
         backoff = Backoff(0.1, 2.0)
         tries = 4
+
+        def pause(delay: float) -> None:
+            # Wait for the retry, unless the task is cancelled meanwhile.
+            if task.cancelled.wait(delay) and task.cancel_reason != "shutdown":
+                raise LeaseLost()
+
         for attempt in range(1, tries + 1):
             try:
                 answer = self._evidence_pool.request("POST", "/v1/worker/evidence", data)
             except DocketError:
                 if attempt == tries:
                     raise
-                time.sleep(backoff.next())
+                pause(backoff.next())
                 continue
             if 200 <= answer.status <= 299:
-                items = (answer.json() or {}).get("items") or [{}]
-                status = items[0].get("status") if isinstance(items[0], dict) else None
+                try:
+                    items = (answer.json() or {}).get("items") or [{}]
+                    status = items[0].get("status") if isinstance(items[0], dict) else None
+                except (ValueError, AttributeError):
+                    raise DocketError("http_error", "the evidence answer is not valid", status=answer.status) from None
                 if status == "ok":
                     return
                 if status == "lease_lost":
@@ -580,7 +589,7 @@ class Worker:
                 raise DocketError(str(status or "http_error"), "evidence refused", status=answer.status)
             err = error_of(answer)
             if attempt < tries and retryable(err):
-                time.sleep(backoff.next(err.retry_after or 0.0))
+                pause(backoff.next(err.retry_after or 0.0))
                 continue
             raise err
 

@@ -355,6 +355,17 @@ class EvidenceTest(WorkerTestCase):
         self.assertEqual(calls[0].body["items"][0]["lease"], f"dkl1.{tid}.1.mac")
 
 
+    def test_evidence_is_retried_when_the_server_is_busy(self) -> None:
+        self.fake.errors["/v1/worker/evidence"] = [(503, "store_unavailable", "0")]
+        tid = self.fake.add_task("t.ev")
+        w = self.worker()
+        w.handle("t.ev", lambda task: task.evidence("rule", {"n": 1}))
+        w.start()
+        self.wait_state(tid, "succeeded")
+        self.assertEqual([e["body"] for e in self.fake.tasks[tid].evidence], [{"n": 1}])
+        self.assertEqual([c.status for c in self.fake.calls_to("/v1/worker/evidence")], [503, 200])
+
+
 class FailureTest(WorkerTestCase):
     CANARY = "SECRET-CANARY-7f3a"
 
