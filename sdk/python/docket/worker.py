@@ -438,7 +438,12 @@ class Worker:
             if not isinstance(item, dict) or not isinstance(item.get("lease"), str):
                 continue
             raw = item.get("task") if isinstance(item.get("task"), dict) else {}
-            task = Task(item["lease"], raw, item.get("input"), writer=self._write_evidence)
+            try:
+                task = Task(item["lease"], raw, item.get("input"), writer=self._write_evidence)
+            except (TypeError, ValueError):
+                # Not the contract's task object: leave the lease to expire.
+                self._log.error("claimed a task that does not match the contract; skipped")
+                continue
             got += 1
             self._leases.add(task)
             with self._counts_lock:
