@@ -19,10 +19,12 @@ export interface HeartbeaterOptions {
 }
 /**
  * Renews every held lease with one call per interval, the interval being
- * the `heartbeat_ms` of the last claim answer. After a claim the next beat
- * goes at once (then the interval starts again), so that a cancel that
- * raced the claim lands at once; beats never overlap, and a beat with no
- * lease to renew is not sent.
+ * the `heartbeat_ms` of the last claim answer. After a claim that brought a
+ * lease still running, the next beat goes at once (and the interval starts
+ * again from it), so that a cancel that raced the claim lands at once. Beats
+ * never overlap, a beat with nothing to renew is not sent, and however
+ * often claims come no two beats are closer than a quarter interval (no
+ * heartbeat flood under a stream of small claims).
  *
  * A running lease whose heartbeat answers anything but `ok`, or that has
  * gone a whole `lease_ttl_ms` without a renewal (the server is unreachable),
@@ -39,6 +41,7 @@ export declare class Heartbeater {
     private inFlight;
     private again;
     private soonScheduled;
+    private lastBeatAt;
     /** Leases whose handler returned and that a heartbeat said are gone. */
     private readonly stale;
     /** Calls sent so far. */
@@ -51,6 +54,8 @@ export declare class Heartbeater {
     soon(): void;
     /** Stops beating; resolves once a beat in flight has been answered. */
     stop(): Promise<void>;
+    private nextBeatAt;
+    private hasUnrenewed;
     private schedule;
     private beatNow;
     private beat;

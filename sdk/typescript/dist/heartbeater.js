@@ -4,10 +4,12 @@ import { DocketError } from "./docket_error.js";
 const MAX_LEASES_PER_CALL = 10_000;
 /**
  * Renews every held lease with one call per interval, the interval being
- * the `heartbeat_ms` of the last claim answer. After a claim the next beat
- * goes at once (then the interval starts again), so that a cancel that
- * raced the claim lands at once; beats never overlap, and a beat with no
- * lease to renew is not sent.
+ * the `heartbeat_ms` of the last claim answer. After a claim that brought a
+ * lease still running, the next beat goes at once (and the interval starts
+ * again from it), so that a cancel that raced the claim lands at once. Beats
+ * never overlap, a beat with nothing to renew is not sent, and however
+ * often claims come no two beats are closer than a quarter interval (no
+ * heartbeat flood under a stream of small claims).
  *
  * A running lease whose heartbeat answers anything but `ok`, or that has
  * gone a whole `lease_ttl_ms` without a renewal (the server is unreachable),
@@ -24,6 +26,7 @@ export class Heartbeater {
     inFlight;
     again = false;
     soonScheduled = false;
+    lastBeatAt = 0;
     /** Leases whose handler returned and that a heartbeat said are gone. */
     stale = new WeakSet();
     /** Calls sent so far. */
@@ -51,12 +54,17 @@ export class Heartbeater {
         this.soonScheduled = true;
         setImmediate(() => {
             this.soonScheduled = false;
-            for (const l of this.o.leases.values()) {
-                if (l.phase === "running" && !l.aborted && !l.heartbeated) {
-                    this.beatNow();
-                    return;
-                }
+            if (!this.running || this.inFlight) {
+                this.again = this.again || this.hasUnrenewed();
+                return;
             }
+            if (!this.hasUnrenewed())
+                return;
+            const wait = this.lastBeatAt + this.intervalMs / 4 - Date.now();
+            if (wait <= 0)
+                this.beatNow();
+            else if (this.timer === undefined || this.nextBeatAt > Date.now() + wait)
+                this.schedule(wait);
         });
     }
     /** Stops beating; resolves once a beat in flight has been answered. */
@@ -66,12 +74,25 @@ export class Heartbeater {
         this.timer = undefined;
         await this.inFlight;
     }
+    nextBeatAt = 0;
+    hasUnrenewed() {
+        for (const l of this.o.leases.values()) {
+            if (l.phase === "running" && !l.aborted && !l.heartbeated)
+                return true;
+        }
+        return false;
+    }
     schedule(ms) {
         clearTimeout(this.timer);
+        this.timer = undefined;
         if (!this.running)
             return;
+        this.nextBeatAt = Date.now() + ms;
         // Not unref'd: while the worker runs, its heartbeat keeps the process alive.
-        this.timer = setTimeout(() => this.beatNow(), ms);
+        this.timer = setTimeout(() => {
+            this.timer = undefined;
+            this.beatNow();
+        }, ms);
     }
     beatNow() {
         if (!this.running)
@@ -88,7 +109,7 @@ export class Heartbeater {
                 return;
             if (this.again) {
                 this.again = false;
-                this.beatNow();
+                this.soon();
             }
         });
     }
@@ -124,6 +145,7 @@ export class Heartbeater {
     }
     async send(batch) {
         const sentAt = Date.now();
+        this.lastBeatAt = sentAt;
         for (const l of batch)
             l.heartbeated = true;
         this.calls++;

@@ -29,10 +29,12 @@ interface HeartbeatAnswer {
 
 /**
  * Renews every held lease with one call per interval, the interval being
- * the `heartbeat_ms` of the last claim answer. After a claim the next beat
- * goes at once (then the interval starts again), so that a cancel that
- * raced the claim lands at once; beats never overlap, and a beat with no
- * lease to renew is not sent.
+ * the `heartbeat_ms` of the last claim answer. After a claim that brought a
+ * lease still running, the next beat goes at once (and the interval starts
+ * again from it), so that a cancel that raced the claim lands at once. Beats
+ * never overlap, a beat with nothing to renew is not sent, and however
+ * often claims come no two beats are closer than a quarter interval (no
+ * heartbeat flood under a stream of small claims).
  *
  * A running lease whose heartbeat answers anything but `ok`, or that has
  * gone a whole `lease_ttl_ms` without a renewal (the server is unreachable),
@@ -49,6 +51,7 @@ export class Heartbeater {
   private inFlight: Promise<void> | undefined;
   private again = false;
   private soonScheduled = false;
+  private lastBeatAt = 0;
   /** Leases whose handler returned and that a heartbeat said are gone. */
   private readonly stale = new WeakSet<HeldLease>();
   /** Calls sent so far. */
@@ -76,12 +79,14 @@ export class Heartbeater {
     this.soonScheduled = true;
     setImmediate(() => {
       this.soonScheduled = false;
-      for (const l of this.o.leases.values()) {
-        if (l.phase === "running" && !l.aborted && !l.heartbeated) {
-          this.beatNow();
-          return;
-        }
+      if (!this.running || this.inFlight) {
+        this.again = this.again || this.hasUnrenewed();
+        return;
       }
+      if (!this.hasUnrenewed()) return;
+      const wait = this.lastBeatAt + this.intervalMs / 4 - Date.now();
+      if (wait <= 0) this.beatNow();
+      else if (this.timer === undefined || this.nextBeatAt > Date.now() + wait) this.schedule(wait);
     });
   }
 
@@ -93,11 +98,25 @@ export class Heartbeater {
     await this.inFlight;
   }
 
+  private nextBeatAt = 0;
+
+  private hasUnrenewed(): boolean {
+    for (const l of this.o.leases.values()) {
+      if (l.phase === "running" && !l.aborted && !l.heartbeated) return true;
+    }
+    return false;
+  }
+
   private schedule(ms: number): void {
     clearTimeout(this.timer);
+    this.timer = undefined;
     if (!this.running) return;
+    this.nextBeatAt = Date.now() + ms;
     // Not unref'd: while the worker runs, its heartbeat keeps the process alive.
-    this.timer = setTimeout(() => this.beatNow(), ms);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.beatNow();
+    }, ms);
   }
 
   private beatNow(): void {
@@ -113,7 +132,7 @@ export class Heartbeater {
       if (!this.running) return;
       if (this.again) {
         this.again = false;
-        this.beatNow();
+        this.soon();
       }
     });
   }
@@ -148,6 +167,7 @@ export class Heartbeater {
 
   private async send(batch: HeldLease[]): Promise<void> {
     const sentAt = Date.now();
+    this.lastBeatAt = sentAt;
     for (const l of batch) l.heartbeated = true;
     this.calls++;
     const res = await this.o.transport.request<HeartbeatAnswer>({

@@ -101,6 +101,8 @@ const MAX_WORKFLOWS = 100;
 const RELEASE_CHUNK = 1_000;
 /** Pause after a claim that returned fewer tasks than asked, spread ±50 %. */
 const THIN_CLAIM_PAUSE_MS = 20;
+/** Pause after an empty claim when waitMs is 0 (no long poll), spread ±50 %. */
+const IDLE_POLL_MS = 1_000;
 /** After an abort, how long a handler may ignore its signal before it is reported. */
 const IGNORED_ABORT_REPORT_MS = 10_000;
 const MAX_MESSAGE_BYTES = 1_024;
@@ -171,6 +173,9 @@ export class Worker {
     }
     const grace = options.shutdownGraceMs ?? 10_000;
     if (!(grace >= 0)) throw new RangeError("docket: Worker: shutdownGraceMs must be 0 or more");
+    if (options.pool !== undefined && options.pool !== "online" && options.pool !== "offline") {
+      throw new RangeError('docket: Worker: pool must be "online" or "offline"');
+    }
     this.workerId = options.workerId ?? defaultWorkerId();
     if (!/^[\x21-\x7e]{1,128}$/.test(this.workerId)) {
       throw new RangeError("docket: Worker: workerId must be 1 to 128 visible ASCII characters");
@@ -315,7 +320,12 @@ export class Worker {
       }
       for (const t of tasks) this.start(t.lease, t.task, t.input, receivedAt);
       if (tasks.length > 0) this.heartbeater.soon();
-      if (tasks.length < free) await sleep(jitter(THIN_CLAIM_PAUSE_MS), this.stopController.signal);
+      if (tasks.length === 0 && this.waitMs === 0) {
+        // No long poll: poll about once a second while there is nothing.
+        await sleep(jitter(IDLE_POLL_MS), this.stopController.signal);
+      } else if (tasks.length < free) {
+        await sleep(jitter(THIN_CLAIM_PAUSE_MS), this.stopController.signal);
+      }
     }
   }
 
