@@ -43,7 +43,7 @@ export interface TaskContext {
  * TaskFailure fails the task with its code; any other error fails it,
  * retryable, with code `workflow_error`.
  */
-export type Handler<I = any, R = unknown> = (task: Task<I>, ctx: TaskContext) => R | Promise<R>;
+export type Handler<I = unknown, R = unknown> = (task: Task<I>, ctx: TaskContext) => R | Promise<R>;
 export interface RunOptions {
     /**
      * Install SIGINT and SIGTERM handlers that stop the worker gracefully

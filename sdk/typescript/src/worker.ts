@@ -54,8 +54,7 @@ export interface TaskContext {
  * TaskFailure fails the task with its code; any other error fails it,
  * retryable, with code `workflow_error`.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Handler<I = any, R = unknown> = (task: Task<I>, ctx: TaskContext) => R | Promise<R>;
+export type Handler<I = unknown, R = unknown> = (task: Task<I>, ctx: TaskContext) => R | Promise<R>;
 
 export interface RunOptions {
   /**
@@ -214,7 +213,7 @@ export class Worker {
     if (typeof handler !== "function") throw new TypeError("docket: handle: the handler must be a function");
     if (this.handlers.has(workflow)) throw new Error(`docket: handle: ${workflow} already has a handler`);
     if (this.handlers.size >= MAX_WORKFLOWS) throw new RangeError(`docket: handle: at most ${MAX_WORKFLOWS} workflows`);
-    this.handlers.set(workflow, handler as Handler);
+    this.handlers.set(workflow, handler as Handler<unknown, unknown>);
     return this;
   }
 
