@@ -451,10 +451,11 @@ export class Worker {
         for (const l of left)
             this.lose(l, "shutdown");
         await this.release(left.map((l) => l.token));
-        const flushMs = Math.max(5_000, this.shutdownGraceMs);
-        let abandoned = await this.evidenceSender.drain(flushMs);
+        // Evidence first: an outcome leaves only after its task's evidence.
+        const flushEnd = Date.now() + Math.max(5_000, this.shutdownGraceMs);
+        let abandoned = await this.evidenceSender.drain(flushEnd - Date.now());
         await Promise.allSettled([...this.preparing]);
-        abandoned += await this.finishes.drain(flushMs);
+        abandoned += await this.finishes.drain(Math.max(0, flushEnd - Date.now()));
         if (abandoned > 0)
             this.logger.error("flush_abandoned", { count: abandoned });
         await this.heartbeater.stop();
