@@ -173,3 +173,42 @@ test("a finish call refused whole (413) is split until the refused item stands a
     }
   });
 });
+
+test("an outcome leaves only after its task's evidence was answered, even when the handler did not wait", { timeout: 10_000 }, async (t) => {
+  const h = await setup();
+  t.after(() => h.close());
+  h.fake.hooks.before = async (call) => {
+    if (call.path === "/v1/worker/evidence") await new Promise((r) => setTimeout(r, 200));
+  };
+  const w = h.worker();
+  w.handle("ts.test", (task, { evidence }) => {
+    evidence("note", { n: 1 }).catch(() => {}); // not awaited
+    return "done";
+  });
+  const id = (await h.submit()).id;
+  const run = w.run();
+  await allTerminal(h.fake, [id]);
+  await w.stop();
+  await run;
+  const ev = h.fake.callsTo("/v1/worker/evidence")[0];
+  const fin = h.fake.callsTo("/v1/worker/finish")[0];
+  assert.ok(fin.at >= ev.at + 150, "the finish was sent after the evidence was answered");
+  assert.equal(h.fake.tasks.get(id).evidence.length, 1);
+  assert.equal(h.fake.tasks.get(id).state, "succeeded");
+});
+
+test("a worker whose key is refused on heartbeat stops and run() rejects", { timeout: 10_000 }, async (t) => {
+  const h = await setup({ fake: { heartbeatMs: 50 } });
+  t.after(() => h.close());
+  h.fake.hooks.before = (call) =>
+    call.path === "/v1/worker/heartbeat" ? { status: 401, json: { error: { code: "unauthenticated", message: "revoked", trace_id: "" } } } : undefined;
+  const w = h.worker({ shutdownGraceMs: 100 });
+  let signal;
+  w.handle("ts.test", (task, ctx) => {
+    signal = ctx.signal;
+    return new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+  });
+  await h.submit();
+  await assert.rejects(w.run(), (err) => err.code === "unauthenticated" && err.status === 401);
+  assert.equal(signal.reason.code, "shutdown");
+});
