@@ -106,6 +106,9 @@ export declare class Worker {
     private readonly claimRetry;
     private readonly stopController;
     private state;
+    private started;
+    /** Aborted handlers not yet returned: reported if they ignore the abort too long. */
+    private readonly ignoredAbortTimers;
     private busy;
     private slotWaiters;
     private drainWaiters;
@@ -126,7 +129,6 @@ export declare class Worker {
      * not registered: 4xx other than 408 and 429).
      */
     run(options?: RunOptions): Promise<void>;
-    private started;
     /**
      * Stops gracefully: no new claims; running handlers have shutdownGraceMs
      * to return (their leases are heartbeated meanwhile); the rest are aborted
@@ -148,7 +150,6 @@ export declare class Worker {
     private evidence;
     /** Aborts a running lease and stops holding it (no heartbeat, no outcome). */
     private lose;
-    private readonly ignoredAbortTimers;
     private failWith;
     /** A lease left `running` (returned or aborted): wake the shutdown when none is left. */
     private leftRunning;

@@ -54,6 +54,9 @@ export class Worker {
     claimRetry = new RetryPolicy({ baseMs: 100, maxMs: 10_000 });
     stopController = new AbortController();
     state = "new";
+    started = false;
+    /** Aborted handlers not yet returned: reported if they ignore the abort too long. */
+    ignoredAbortTimers = new Map();
     busy = 0;
     slotWaiters = [];
     drainWaiters = [];
@@ -164,7 +167,6 @@ export class Worker {
         if (this.fatal !== undefined)
             throw this.fatal;
     }
-    started = false;
     /**
      * Stops gracefully: no new claims; running handlers have shutdownGraceMs
      * to return (their leases are heartbeated meanwhile); the rest are aborted
@@ -417,7 +419,6 @@ export class Worker {
         this.ignoredAbortTimers.set(lease, timer);
         this.leftRunning();
     }
-    ignoredAbortTimers = new Map();
     failWith(err) {
         this.fatal ??= err;
         void this.stop();

@@ -143,6 +143,9 @@ export class Worker {
   private readonly stopController = new AbortController();
 
   private state: WorkerState = "new";
+  private started = false;
+  /** Aborted handlers not yet returned: reported if they ignore the abort too long. */
+  private readonly ignoredAbortTimers = new Map<HeldLease, ReturnType<typeof setTimeout>>();
   private busy = 0;
   private slotWaiters: Array<() => void> = [];
   private drainWaiters: Array<() => void> = [];
@@ -245,7 +248,6 @@ export class Worker {
     }
     if (this.fatal !== undefined) throw this.fatal;
   }
-  private started = false;
 
   /**
    * Stops gracefully: no new claims; running handlers have shutdownGraceMs
@@ -501,7 +503,6 @@ export class Worker {
     this.ignoredAbortTimers.set(lease, timer);
     this.leftRunning();
   }
-  private readonly ignoredAbortTimers = new Map<HeldLease, ReturnType<typeof setTimeout>>();
 
   private failWith(err: unknown): void {
     this.fatal ??= err;
