@@ -53,7 +53,7 @@ test("stop(): no more claims, heartbeats through the grace, the rest aborted wit
   assert.deepEqual(releases[0].answer.leases, [{ lease: slowLease, status: "ok" }]);
   const s = h.fake.tasks.get(slow);
   assert.equal(s.state, "queued");
-  assert.equal(s.attempt, 1, "the attempt is not charged");
+  assert.equal(s.attempt, 0, "the attempt is not charged: the next claim counts 1 again");
   assert.deepEqual(
     s.events.slice(-1).map((e) => [e.from, e.to, e.code]),
     [["running", "queued", "shutdown"]],

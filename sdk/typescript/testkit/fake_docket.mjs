@@ -382,7 +382,7 @@ export class FakeDocket extends EventEmitter {
       workflow: body.workflow,
       pool,
       state: "queued",
-      attempt: 1,
+      attempt: 0, // counted at claim, as the real server does
       max_attempts: maxAttempts,
       priority: body.priority ?? 0,
       created_at: new Date(now).toISOString(),
@@ -482,11 +482,11 @@ export class FakeDocket extends EventEmitter {
     this.event(t, from, state, code);
   }
 
-  /** A running task back to queued: attempt charged or not, after delayMs. */
+  /** A running task back to queued after delayMs; the attempt its claim counted stays charged or is given back. */
   requeue(t, { charge, delayMs, code }) {
     this.running.delete(t.id);
     t.epoch++;
-    if (charge) t.attempt++;
+    if (!charge) t.attempt--;
     t.state = "queued";
     t.run_at = delayMs > 0 ? new Date(Date.now() + delayMs).toISOString() : t.run_at;
     this.event(t, "running", "queued", code);
@@ -597,6 +597,7 @@ export class FakeDocket extends EventEmitter {
             if (!t || t.state !== "queued") continue;
             t.state = "running";
             t.epoch++;
+            t.attempt++;
             t.started_at = new Date(now).toISOString();
             t.leaseExpiresAt = now + this.leaseTtlMs;
             t.leaseKeyId = p.id;
