@@ -1,0 +1,88 @@
+import { type FetchFunction } from "./http_transport.js";
+import type { Pool } from "./task.js";
+import { type Evidence, type TaskEvent, type TaskInfo } from "./task_info.js";
+export interface ClientOptions {
+    /** The server, e.g. `http://127.0.0.1:8080`. */
+    url: string;
+    /** An API key (member or admin) of the tenant. */
+    key: string;
+    /** The fetch function to call; default the global fetch. */
+    fetch?: FetchFunction;
+}
+/** Options of a submission; all optional but the idempotency key in a batch. */
+export interface SubmitOptions {
+    /**
+     * Makes the submission safe to retry: the same key and request return the
+     * same task (`replayed: true`); the same key with another request is 409
+     * `idempotency_conflict`. Default: a random UUID (then a retry of the call
+     * makes a second task: pass your own key to retry safely).
+     */
+    idempotencyKey?: string;
+    /** Overrides the workflow's pool. */
+    pool?: Pool;
+    /** Deadline from admission (or from runAt). */
+    timeoutMs?: number;
+    /** Higher first within the tenant, −1000…1000. */
+    priority?: number;
+    maxAttempts?: number;
+    /** Not started before this time. */
+    runAt?: Date | string;
+    /** At most the workflow's concurrency_per_key tasks of one key run at once. */
+    concurrencyKey?: string;
+    /** Task IDs (or, in a batch, idempotency keys of earlier items) that must succeed first. */
+    dependsOn?: string[];
+    onDependencyFailure?: "fail" | "run";
+    /** A W3C traceparent for the submission (single submits only). */
+    traceparent?: string;
+}
+export interface SubmitResult {
+    task: TaskInfo;
+    /** True when an earlier submission with the same key made the task (HTTP 200). */
+    replayed: boolean;
+}
+export interface SubmitBatchItem extends Omit<SubmitOptions, "traceparent" | "idempotencyKey"> {
+    workflow: string;
+    input: unknown;
+    idempotencyKey: string;
+}
+/** One item's answer in a batch: the status a single submit would have had. */
+export interface SubmitBatchResult {
+    /** 201 new, 200 replay, 409, 429, 400, … */
+    status: number;
+    task: TaskInfo | null;
+    error: {
+        code: string;
+        message: string;
+    } | null;
+}
+export interface GetOptions {
+    /** Wait until the task is terminal or this long has passed (longer than 60 s polls again). */
+    waitMs?: number;
+    /** Aborts the wait. */
+    signal?: AbortSignal;
+}
+/**
+ * Calls Docket's task API with one key: submit, read, wait, cancel, and
+ * read a task's history and evidence. Errors reject with a DocketError.
+ */
+export declare class Client {
+    private readonly transport;
+    constructor(options: ClientOptions);
+    /** Submits one task of a registered workflow. */
+    submit(workflow: string, input: unknown, options?: SubmitOptions): Promise<SubmitResult>;
+    /** Submits up to 1,000 tasks in one call; each item is answered on its own. */
+    submitBatch(items: readonly SubmitBatchItem[]): Promise<SubmitBatchResult[]>;
+    /**
+     * Returns a task; with waitMs, once it is terminal or when waitMs has
+     * passed (as it is then). When the server holds too many waits (429
+     * too_many_requests) it asks again after its Retry-After, within waitMs.
+     */
+    get(id: string, options?: GetOptions): Promise<TaskInfo>;
+    /** Cancels a queued or running task; returns it (cancelled, or its earlier terminal state). */
+    cancel(id: string): Promise<TaskInfo>;
+    /** The task's state transitions, oldest first. */
+    events(id: string): Promise<TaskEvent[]>;
+    /** The evidence the task's handlers recorded. */
+    evidence(id: string): Promise<Evidence[]>;
+    private read;
+}

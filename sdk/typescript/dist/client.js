@@ -1,0 +1,128 @@
+import { sleep } from "./backoff.js";
+import { DocketError } from "./docket_error.js";
+import { HttpTransport } from "./http_transport.js";
+import { evidenceFromWire, isTerminal, taskEventFromWire, taskInfoFromWire, } from "./task_info.js";
+/** Longest wait one request asks the server to hold. */
+const MAX_SERVER_WAIT_MS = 60_000;
+const MAX_BATCH = 1_000;
+/**
+ * Calls Docket's task API with one key: submit, read, wait, cancel, and
+ * read a task's history and evidence. Errors reject with a DocketError.
+ */
+export class Client {
+    transport;
+    constructor(options) {
+        this.transport = new HttpTransport({ url: options.url, key: options.key, fetch: options.fetch });
+    }
+    /** Submits one task of a registered workflow. */
+    async submit(workflow, input, options = {}) {
+        const headers = { "idempotency-key": options.idempotencyKey ?? crypto.randomUUID() };
+        if (options.traceparent)
+            headers.traceparent = options.traceparent;
+        const res = await this.transport.request({
+            method: "POST",
+            path: "/v1/tasks",
+            headers,
+            body: JSON.stringify(submitBody(workflow, input, options)),
+        });
+        return { task: taskInfoFromWire(res.data), replayed: res.status === 200 };
+    }
+    /** Submits up to 1,000 tasks in one call; each item is answered on its own. */
+    async submitBatch(items) {
+        if (items.length < 1 || items.length > MAX_BATCH) {
+            throw new RangeError(`docket: submitBatch: 1 to ${MAX_BATCH} items`);
+        }
+        const tasks = items.map((it) => {
+            if (!it.idempotencyKey)
+                throw new TypeError("docket: submitBatch: every item needs an idempotencyKey");
+            return { idempotency_key: it.idempotencyKey, ...submitBody(it.workflow, it.input, it) };
+        });
+        const res = await this.transport.request({ method: "POST", path: "/v1/tasks/batch", body: JSON.stringify({ tasks }), timeoutMs: 120_000 });
+        return res.data.results.map((r) => ({
+            status: r.status,
+            task: r.task ? taskInfoFromWire(r.task) : null,
+            error: r.error ? { code: r.error.code, message: r.error.message ?? "" } : null,
+        }));
+    }
+    /**
+     * Returns a task; with waitMs, once it is terminal or when waitMs has
+     * passed (as it is then). When the server holds too many waits (429
+     * too_many_requests) it asks again after its Retry-After, within waitMs.
+     */
+    async get(id, options = {}) {
+        const waitMs = options.waitMs ?? 0;
+        if (waitMs <= 0)
+            return this.read(id, undefined, options.signal);
+        const end = Date.now() + waitMs;
+        for (;;) {
+            const left = end - Date.now();
+            if (left <= 0 || options.signal?.aborted)
+                return this.read(id, undefined, options.signal);
+            const wait = Math.max(1, Math.min(Math.floor(left), MAX_SERVER_WAIT_MS));
+            let t;
+            try {
+                t = await this.read(id, wait, options.signal);
+            }
+            catch (err) {
+                if (!(err instanceof DocketError) || err.code !== "too_many_requests")
+                    throw err;
+                await sleep(Math.min(Math.max(err.retryAfterMs, 100), left), options.signal);
+                continue;
+            }
+            if (isTerminal(t.state) || wait < MAX_SERVER_WAIT_MS)
+                return t;
+        }
+    }
+    /** Cancels a queued or running task; returns it (cancelled, or its earlier terminal state). */
+    async cancel(id) {
+        const res = await this.transport.request({ method: "POST", path: `${taskPath(id)}/cancel` });
+        return taskInfoFromWire(res.data);
+    }
+    /** The task's state transitions, oldest first. */
+    async events(id) {
+        const res = await this.transport.request({ method: "GET", path: `${taskPath(id)}/events` });
+        return (res.data.events ?? []).map(taskEventFromWire);
+    }
+    /** The evidence the task's handlers recorded. */
+    async evidence(id) {
+        const res = await this.transport.request({
+            method: "GET",
+            path: `${taskPath(id)}/evidence`,
+        });
+        return (res.data.evidence ?? []).map(evidenceFromWire);
+    }
+    async read(id, waitMs, signal) {
+        const res = await this.transport.request({
+            method: "GET",
+            path: taskPath(id),
+            query: waitMs ? { wait: `${waitMs}ms` } : undefined,
+            timeoutMs: (waitMs ?? 0) + 30_000,
+            signal,
+        });
+        return taskInfoFromWire(res.data);
+    }
+}
+function taskPath(id) {
+    return `/v1/tasks/${encodeURIComponent(id)}`;
+}
+/** The JSON body of one submission: only the fields given. */
+function submitBody(workflow, input, o) {
+    const body = { workflow, input: input === undefined ? null : input };
+    if (o.pool !== undefined)
+        body.pool = o.pool;
+    if (o.timeoutMs !== undefined)
+        body.timeout_ms = o.timeoutMs;
+    if (o.priority !== undefined)
+        body.priority = o.priority;
+    if (o.maxAttempts !== undefined)
+        body.max_attempts = o.maxAttempts;
+    if (o.runAt !== undefined)
+        body.run_at = o.runAt instanceof Date ? o.runAt.toISOString() : o.runAt;
+    if (o.concurrencyKey !== undefined)
+        body.concurrency_key = o.concurrencyKey;
+    if (o.dependsOn !== undefined)
+        body.depends_on = o.dependsOn;
+    if (o.onDependencyFailure !== undefined)
+        body.on_dependency_failure = o.onDependencyFailure;
+    return body;
+}

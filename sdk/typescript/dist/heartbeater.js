@@ -1,0 +1,182 @@
+import { RetryPolicy } from "./backoff.js";
+import { DocketError } from "./docket_error.js";
+/** Most leases in one heartbeat call (the server's limit). */
+const MAX_LEASES_PER_CALL = 10_000;
+/**
+ * Renews every held lease with one call per interval, the interval being
+ * the `heartbeat_ms` of the last claim answer. After a claim that brought a
+ * lease still running, the next beat goes at once (and the interval starts
+ * again from it), so that a cancel that raced the claim lands at once. Beats
+ * never overlap, a beat with nothing to renew is not sent, and however
+ * often claims come no two beats are closer than a quarter interval (no
+ * heartbeat flood under a stream of small claims).
+ *
+ * A running lease whose heartbeat answers anything but `ok`, or that has
+ * gone a whole `lease_ttl_ms` without a renewal (the server is unreachable),
+ * is handed to onLost. A lease whose handler has returned keeps being
+ * renewed until its outcome is answered; a bad status for it only stops
+ * renewing it (the finish answer tells the rest).
+ */
+export class Heartbeater {
+    o;
+    intervalMs = 1_000;
+    leaseTtlMs = 30_000;
+    timer;
+    running = false;
+    inFlight;
+    again = false;
+    soonScheduled = false;
+    lastBeatAt = 0;
+    /** Leases whose handler returned and that a heartbeat said are gone. */
+    stale = new WeakSet();
+    /** Calls sent so far. */
+    calls = 0;
+    constructor(options) {
+        this.o = { retry: new RetryPolicy(), ...options };
+    }
+    /** Takes the timing of a claim answer. */
+    setTiming(heartbeatMs, leaseTtlMs) {
+        if (typeof heartbeatMs === "number" && heartbeatMs > 0)
+            this.intervalMs = Math.max(10, heartbeatMs);
+        if (typeof leaseTtlMs === "number" && leaseTtlMs > 0)
+            this.leaseTtlMs = leaseTtlMs;
+    }
+    start() {
+        if (this.running)
+            return;
+        this.running = true;
+        this.schedule(this.intervalMs);
+    }
+    /** A claim added leases: beat at once if one of them is still running and was never renewed. */
+    soon() {
+        if (!this.running || this.soonScheduled)
+            return;
+        this.soonScheduled = true;
+        setImmediate(() => {
+            this.soonScheduled = false;
+            if (!this.running || this.inFlight) {
+                this.again = this.again || this.hasUnrenewed();
+                return;
+            }
+            if (!this.hasUnrenewed())
+                return;
+            const wait = this.lastBeatAt + this.intervalMs / 4 - Date.now();
+            if (wait <= 0)
+                this.beatNow();
+            else if (this.timer === undefined || this.nextBeatAt > Date.now() + wait)
+                this.schedule(wait);
+        });
+    }
+    /** Stops beating; resolves once a beat in flight has been answered. */
+    async stop() {
+        this.running = false;
+        clearTimeout(this.timer);
+        this.timer = undefined;
+        await this.inFlight;
+    }
+    nextBeatAt = 0;
+    hasUnrenewed() {
+        for (const l of this.o.leases.values()) {
+            if (l.phase === "running" && !l.aborted && !l.heartbeated)
+                return true;
+        }
+        return false;
+    }
+    schedule(ms) {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+        if (!this.running)
+            return;
+        this.nextBeatAt = Date.now() + ms;
+        // Not unref'd: while the worker runs, its heartbeat keeps the process alive.
+        this.timer = setTimeout(() => {
+            this.timer = undefined;
+            this.beatNow();
+        }, ms);
+    }
+    beatNow() {
+        if (!this.running)
+            return;
+        if (this.inFlight) {
+            this.again = true;
+            return;
+        }
+        clearTimeout(this.timer);
+        this.timer = undefined;
+        this.inFlight = this.beat().finally(() => {
+            this.inFlight = undefined;
+            if (!this.running)
+                return;
+            if (this.again) {
+                this.again = false;
+                this.soon();
+            }
+        });
+    }
+    async beat() {
+        const batch = [];
+        for (const l of this.o.leases.values()) {
+            if (l.phase === "done" || l.aborted || this.stale.has(l))
+                continue;
+            batch.push(l);
+        }
+        let next = this.intervalMs;
+        try {
+            for (let i = 0; i < batch.length; i += MAX_LEASES_PER_CALL) {
+                await this.send(batch.slice(i, i + MAX_LEASES_PER_CALL));
+            }
+            this.o.retry.reset();
+        }
+        catch (err) {
+            const de = err instanceof DocketError ? err : undefined;
+            if (de && !de.transient) {
+                this.o.logger.error("heartbeat_refused", { code: de.code, status: de.status });
+                this.o.onFatal(de);
+                return;
+            }
+            this.o.logger.warn("heartbeat_failed", { code: de?.code ?? "network_error", status: de?.status ?? 0 });
+            // Sooner than the interval, so that a short outage costs no lease.
+            next = Math.min(this.intervalMs, this.o.retry.delayFor(err));
+        }
+        finally {
+            this.expire();
+            this.schedule(next);
+        }
+    }
+    async send(batch) {
+        const sentAt = Date.now();
+        this.lastBeatAt = sentAt;
+        for (const l of batch)
+            l.heartbeated = true;
+        this.calls++;
+        const res = await this.o.transport.request({
+            method: "POST",
+            path: "/v1/worker/heartbeat",
+            body: JSON.stringify({ leases: batch.map((l) => l.token), worker_id: this.o.workerId }),
+            timeoutMs: Math.max(1_000, Math.min(10_000, this.leaseTtlMs / 2)),
+        });
+        const items = Array.isArray(res.data?.leases) ? res.data.leases : [];
+        for (const it of items) {
+            const lease = typeof it.lease === "string" ? this.o.leases.get(it.lease) : undefined;
+            if (!lease || lease.phase === "done")
+                continue;
+            if (it.status === "ok") {
+                lease.renewedAt = Math.max(lease.renewedAt, sentAt);
+                continue;
+            }
+            const code = it.status === "cancelled" || it.status === "timed_out" ? it.status : "lease_lost";
+            if (lease.phase === "running")
+                this.o.onLost(lease, code);
+            else
+                this.stale.add(lease);
+        }
+    }
+    /** Running leases not renewed within the TTL are lost: the server has recovered them by now. */
+    expire() {
+        const limit = Date.now() - this.leaseTtlMs;
+        for (const l of this.o.leases.values()) {
+            if (l.phase === "running" && !l.aborted && l.renewedAt < limit)
+                this.o.onLost(l, "lease_lost");
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import { sleep } from "./backoff.js";
+import { DocketError } from "./docket_error.js";
+import { HttpTransport, type FetchFunction } from "./http_transport.js";
+import type { Pool, WireTask } from "./task.js";
+import {
+  evidenceFromWire,
+  isTerminal,
+  taskEventFromWire,
+  taskInfoFromWire,
+  type Evidence,
+  type TaskEvent,
+  type TaskInfo,
+  type WireEvent,
+  type WireEvidence,
+} from "./task_info.js";
+
+export interface ClientOptions {
+  /** The server, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** An API key (member or admin) of the tenant. */
+  key: string;
+  /** The fetch function to call; default the global fetch. */
+  fetch?: FetchFunction;
+}
+
+/** Options of a submission; all optional but the idempotency key in a batch. */
+export interface SubmitOptions {
+  /**
+   * Makes the submission safe to retry: the same key and request return the
+   * same task (`replayed: true`); the same key with another request is 409
+   * `idempotency_conflict`. Default: a random UUID (then a retry of the call
+   * makes a second task: pass your own key to retry safely).
+   */
+  idempotencyKey?: string;
+  /** Overrides the workflow's pool. */
+  pool?: Pool;
+  /** Deadline from admission (or from runAt). */
+  timeoutMs?: number;
+  /** Higher first within the tenant, −1000…1000. */
+  priority?: number;
+  maxAttempts?: number;
+  /** Not started before this time. */
+  runAt?: Date | string;
+  /** At most the workflow's concurrency_per_key tasks of one key run at once. */
+  concurrencyKey?: string;
+  /** Task IDs (or, in a batch, idempotency keys of earlier items) that must succeed first. */
+  dependsOn?: string[];
+  onDependencyFailure?: "fail" | "run";
+  /** A W3C traceparent for the submission (single submits only). */
+  traceparent?: string;
+}
+
+export interface SubmitResult {
+  task: TaskInfo;
+  /** True when an earlier submission with the same key made the task (HTTP 200). */
+  replayed: boolean;
+}
+
+export interface SubmitBatchItem extends Omit<SubmitOptions, "traceparent" | "idempotencyKey"> {
+  workflow: string;
+  input: unknown;
+  idempotencyKey: string;
+}
+
+/** One item's answer in a batch: the status a single submit would have had. */
+export interface SubmitBatchResult {
+  /** 201 new, 200 replay, 409, 429, 400, … */
+  status: number;
+  task: TaskInfo | null;
+  error: { code: string; message: string } | null;
+}
+
+export interface GetOptions {
+  /** Wait until the task is terminal or this long has passed (longer than 60 s polls again). */
+  waitMs?: number;
+  /** Aborts the wait. */
+  signal?: AbortSignal;
+}
+
+/** Longest wait one request asks the server to hold. */
+const MAX_SERVER_WAIT_MS = 60_000;
+const MAX_BATCH = 1_000;
+
+/**
+ * Calls Docket's task API with one key: submit, read, wait, cancel, and
+ * read a task's history and evidence. Errors reject with a DocketError.
+ */
+export class Client {
+  private readonly transport: HttpTransport;
+
+  constructor(options: ClientOptions) {
+    this.transport = new HttpTransport({ url: options.url, key: options.key, fetch: options.fetch });
+  }
+
+  /** Submits one task of a registered workflow. */
+  async submit(workflow: string, input: unknown, options: SubmitOptions = {}): Promise<SubmitResult> {
+    const headers: Record<string, string> = { "idempotency-key": options.idempotencyKey ?? crypto.randomUUID() };
+    if (options.traceparent) headers.traceparent = options.traceparent;
+    const res = await this.transport.request<WireTask>({
+      method: "POST",
+      path: "/v1/tasks",
+      headers,
+      body: JSON.stringify(submitBody(workflow, input, options)),
+    });
+    return { task: taskInfoFromWire(res.data), replayed: res.status === 200 };
+  }
+
+  /** Submits up to 1,000 tasks in one call; each item is answered on its own. */
+  async submitBatch(items: readonly SubmitBatchItem[]): Promise<SubmitBatchResult[]> {
+    if (items.length < 1 || items.length > MAX_BATCH) {
+      throw new RangeError(`docket: submitBatch: 1 to ${MAX_BATCH} items`);
+    }
+    const tasks = items.map((it) => {
+      if (!it.idempotencyKey) throw new TypeError("docket: submitBatch: every item needs an idempotencyKey");
+      return { idempotency_key: it.idempotencyKey, ...submitBody(it.workflow, it.input, it) };
+    });
+    const res = await this.transport.request<{
+      results: Array<{ status: number; task?: WireTask; error?: { code: string; message?: string } }>;
+    }>({ method: "POST", path: "/v1/tasks/batch", body: JSON.stringify({ tasks }), timeoutMs: 120_000 });
+    return res.data.results.map((r) => ({
+      status: r.status,
+      task: r.task ? taskInfoFromWire(r.task) : null,
+      error: r.error ? { code: r.error.code, message: r.error.message ?? "" } : null,
+    }));
+  }
+
+  /**
+   * Returns a task; with waitMs, once it is terminal or when waitMs has
+   * passed (as it is then). When the server holds too many waits (429
+   * too_many_requests) it asks again after its Retry-After, within waitMs.
+   */
+  async get(id: string, options: GetOptions = {}): Promise<TaskInfo> {
+    const waitMs = options.waitMs ?? 0;
+    if (waitMs <= 0) return this.read(id, undefined, options.signal);
+    const end = Date.now() + waitMs;
+    for (;;) {
+      const left = end - Date.now();
+      if (left <= 0 || options.signal?.aborted) return this.read(id, undefined, options.signal);
+      const wait = Math.max(1, Math.min(Math.floor(left), MAX_SERVER_WAIT_MS));
+      let t: TaskInfo;
+      try {
+        t = await this.read(id, wait, options.signal);
+      } catch (err) {
+        if (!(err instanceof DocketError) || err.code !== "too_many_requests") throw err;
+        await sleep(Math.min(Math.max(err.retryAfterMs, 100), left), options.signal);
+        continue;
+      }
+      if (isTerminal(t.state) || wait < MAX_SERVER_WAIT_MS) return t;
+    }
+  }
+
+  /** Cancels a queued or running task; returns it (cancelled, or its earlier terminal state). */
+  async cancel(id: string): Promise<TaskInfo> {
+    const res = await this.transport.request<WireTask>({ method: "POST", path: `${taskPath(id)}/cancel` });
+    return taskInfoFromWire(res.data);
+  }
+
+  /** The task's state transitions, oldest first. */
+  async events(id: string): Promise<TaskEvent[]> {
+    const res = await this.transport.request<{ events: WireEvent[] }>({ method: "GET", path: `${taskPath(id)}/events` });
+    return (res.data.events ?? []).map(taskEventFromWire);
+  }
+
+  /** The evidence the task's handlers recorded. */
+  async evidence(id: string): Promise<Evidence[]> {
+    const res = await this.transport.request<{ evidence: WireEvidence[] }>({
+      method: "GET",
+      path: `${taskPath(id)}/evidence`,
+    });
+    return (res.data.evidence ?? []).map(evidenceFromWire);
+  }
+
+  private async read(id: string, waitMs: number | undefined, signal: AbortSignal | undefined): Promise<TaskInfo> {
+    const res = await this.transport.request<WireTask>({
+      method: "GET",
+      path: taskPath(id),
+      query: waitMs ? { wait: `${waitMs}ms` } : undefined,
+      timeoutMs: (waitMs ?? 0) + 30_000,
+      signal,
+    });
+    return taskInfoFromWire(res.data);
+  }
+}
+
+function taskPath(id: string): string {
+  return `/v1/tasks/${encodeURIComponent(id)}`;
+}
+
+/** The JSON body of one submission: only the fields given. */
+function submitBody(workflow: string, input: unknown, o: Omit<SubmitOptions, "idempotencyKey" | "traceparent">): Record<string, unknown> {
+  const body: Record<string, unknown> = { workflow, input: input === undefined ? null : input };
+  if (o.pool !== undefined) body.pool = o.pool;
+  if (o.timeoutMs !== undefined) body.timeout_ms = o.timeoutMs;
+  if (o.priority !== undefined) body.priority = o.priority;
+  if (o.maxAttempts !== undefined) body.max_attempts = o.maxAttempts;
+  if (o.runAt !== undefined) body.run_at = o.runAt instanceof Date ? o.runAt.toISOString() : o.runAt;
+  if (o.concurrencyKey !== undefined) body.concurrency_key = o.concurrencyKey;
+  if (o.dependsOn !== undefined) body.depends_on = o.dependsOn;
+  if (o.onDependencyFailure !== undefined) body.on_dependency_failure = o.onDependencyFailure;
+  return body;
+}

@@ -1,0 +1,278 @@
+// Integration tests against a real Docket server. They run only when
+// DOCKET_URL and DOCKET_ADMIN_KEY are set (an admin key of tenant "demo");
+// DOCKET_LEASE_TTL_MS is the server's --lease-ttl (default 30000). With the
+// admin key they register their own remote workflows (ts.<run>.*), make a
+// worker key, submit, and run Workers in this process and in child
+// processes.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
+import { describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { Client, TaskAbortedError, TaskFailure, Worker } from "../dist/index.js";
+
+const url = process.env.DOCKET_URL;
+const adminKey = process.env.DOCKET_ADMIN_KEY;
+const leaseTtlMs = Number(process.env.DOCKET_LEASE_TTL_MS || 30_000);
+const skip = url && adminKey ? false : "integration tests: set DOCKET_URL and DOCKET_ADMIN_KEY (an admin key of tenant demo) to run them against a server";
+
+const runId = Array.from({ length: 6 }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))).join("");
+const wf = (name) => `ts.${runId}.${name}`;
+const childScript = fileURLToPath(new URL("../testkit/integration_child.mjs", import.meta.url));
+const exampleScript = fileURLToPath(new URL("../examples/worker.mjs", import.meta.url));
+
+async function admin(method, path, body) {
+  const res = await fetch(url.replace(/\/+$/, "") + path, {
+    method,
+    headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  assert.ok(res.ok, `${method} ${path}: HTTP ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+function deferred() {
+  let resolve;
+  const promise = new Promise((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+function abortedReason(signal) {
+  if (signal.aborted) return Promise.resolve(signal.reason);
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve(signal.reason), { once: true }));
+}
+
+if (skip) test("integration with a Docket server", { skip }, () => {});
+else describe("integration with a Docket server", () => {
+  let client;
+  let workerKey;
+  const workers = [];
+  const newWorker = (opts = {}) => {
+    const w = new Worker({ url, key: workerKey, slots: 4, waitMs: 2000, shutdownGraceMs: 2000, ...opts });
+    workers.push(w);
+    return w;
+  };
+  const run = (w) => {
+    const p = w.run();
+    p.catch(() => {}); // awaited by the test or stopped in after()
+    return p;
+  };
+
+  test("setup: workflows and a worker key", async () => {
+    for (const name of ["echo", "fail", "flaky", "cancel", "timeout", "evidence", "stop", "killed"]) {
+      const w = await admin("PUT", `/v1/admin/workflows/${wf(name)}`, { pool: "online" });
+      assert.equal(w.remote, true);
+    }
+    await admin("PUT", "/v1/admin/workflows/ts.example.greet", { pool: "online" });
+    const key = await admin("POST", "/v1/admin/keys", { tenant: "demo", principal: "ts-sdk", role: "worker" });
+    workerKey = key.key;
+    assert.ok(workerKey);
+    client = new Client({ url, key: adminKey });
+  });
+
+  test("a handler's result is the task's result", { timeout: 30_000 }, async () => {
+    const w = newWorker({ workerId: `ts-sdk-test/${process.pid}/echo` });
+    w.handle(wf("echo"), (task) => ({ echo: task.input, attempt: task.attempt, workflow: task.workflow }));
+    const running = run(w);
+    const { task } = await client.submit(wf("echo"), { n: 42 });
+    const done = await client.get(task.id, { waitMs: 20_000 });
+    assert.equal(done.state, "succeeded");
+    assert.deepEqual(done.result, { echo: { n: 42 }, attempt: 1, workflow: wf("echo") });
+    // The server records sightings of workers on its own schedule: ask for a few seconds.
+    let me;
+    for (const end = Date.now() + 10_000; !me && Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {
+      me = (await admin("GET", "/v1/admin/workers")).workers.find((x) => x.id === w.workerId);
+    }
+    assert.ok(me, "GET /v1/admin/workers lists this worker");
+    assert.match(me.sdk, /^typescript\//);
+    assert.deepEqual(me.workflows, [wf("echo")]);
+    assert.equal(me.slots, 4);
+    await w.stop();
+    await running;
+  });
+
+  test("a non-retryable TaskFailure ends the task failed with its code and message", { timeout: 30_000 }, async () => {
+    const w = newWorker();
+    w.handle(wf("fail"), () => {
+      throw new TaskFailure("bad_input", "input needs an x", { retryable: false });
+    });
+    const running = run(w);
+    const { task } = await client.submit(wf("fail"), {}, { maxAttempts: 3 });
+    const done = await client.get(task.id, { waitMs: 20_000 });
+    assert.equal(done.state, "failed");
+    assert.deepEqual(done.error, { code: "bad_input", message: "input needs an x" });
+    assert.equal(done.attempt, 1, "not retried");
+    await w.stop();
+    await running;
+  });
+
+  test("a retryable failure is retried, and attempt 2 succeeds", { timeout: 90_000 }, async () => {
+    const w = newWorker();
+    w.handle(wf("flaky"), (task) => {
+      if (task.attempt === 1) throw new TaskFailure("flaky_upstream", "try again");
+      return { attempt: task.attempt };
+    });
+    const running = run(w);
+    const { task } = await client.submit(wf("flaky"), {}, { maxAttempts: 3 });
+    const done = await client.get(task.id, { waitMs: 80_000 });
+    assert.equal(done.state, "succeeded");
+    assert.equal(done.attempt, 2);
+    assert.deepEqual(done.result, { attempt: 2 });
+    await w.stop();
+    await running;
+  });
+
+  test("a cancel reaches the running handler's signal within about 2 s", { timeout: 30_000 }, async () => {
+    const started = deferred();
+    const abortedAt = deferred();
+    const w = newWorker();
+    w.handle(wf("cancel"), async (task, { signal }) => {
+      started.resolve();
+      const reason = await abortedReason(signal);
+      abortedAt.resolve({ reason, at: Date.now() });
+      return "ignored";
+    });
+    const running = run(w);
+    const { task } = await client.submit(wf("cancel"), {});
+    await started.promise;
+    const t0 = Date.now();
+    await client.cancel(task.id);
+    const { reason, at } = await abortedAt.promise;
+    assert.ok(reason instanceof TaskAbortedError);
+    assert.equal(reason.code, "cancelled");
+    assert.ok(at - t0 <= 2500, `the abort came ${at - t0} ms after the cancel`);
+    assert.equal((await client.get(task.id, { waitMs: 10_000 })).state, "cancelled");
+    await w.stop();
+    await running;
+    assert.equal(w.stats().dropped, 1);
+  });
+
+  test("a short timeout_ms ends timed_out and aborts the handler", { timeout: 30_000 }, async () => {
+    const abortedWith = deferred();
+    const w = newWorker();
+    w.handle(wf("timeout"), async (task, { signal }) => {
+      abortedWith.resolve(await abortedReason(signal));
+      return "late";
+    });
+    const running = run(w);
+    const { task } = await client.submit(wf("timeout"), {}, { timeoutMs: 1500 });
+    const reason = await abortedWith.promise;
+    assert.equal(reason.code, "timed_out");
+    const done = await client.get(task.id, { waitMs: 15_000 });
+    assert.equal(done.state, "timed_out");
+    await w.stop();
+    await running;
+  });
+
+  test("evidence shows in GET /v1/tasks/{id}/evidence", { timeout: 30_000 }, async () => {
+    const w = newWorker();
+    w.handle(wf("evidence"), async (task, { evidence }) => {
+      await evidence("rule", { rule: "length", pass: true });
+      await evidence("rule", { rule: "tone", pass: false });
+      return { rules: 2 };
+    });
+    const running = run(w);
+    const { task } = await client.submit(wf("evidence"), { text: "hello" });
+    assert.equal((await client.get(task.id, { waitMs: 20_000 })).state, "succeeded");
+    const ev = await client.evidence(task.id);
+    assert.deepEqual(
+      ev.map((e) => [e.kind, e.body]),
+      [
+        ["rule", { rule: "length", pass: true }],
+        ["rule", { rule: "tone", pass: false }],
+      ],
+    );
+    assert.equal(ev[0].attempt, 1);
+    await w.stop();
+    await running;
+  });
+
+  test("stop() with a long task running releases it: running → queued with code shutdown, attempt not charged", { timeout: 30_000 }, async () => {
+    const started = deferred();
+    const abortedWith = deferred();
+    const w = newWorker({ shutdownGraceMs: 300 });
+    w.handle(wf("stop"), async (task, { signal }) => {
+      started.resolve(task.attempt);
+      abortedWith.resolve(await abortedReason(signal));
+      return "never sent";
+    });
+    const running = run(w);
+    const { task } = await client.submit(wf("stop"), {}, { maxAttempts: 3 });
+    const firstAttempt = await started.promise;
+    assert.equal(firstAttempt, 1);
+    await w.stop();
+    await running;
+    assert.equal((await abortedWith.promise).code, "shutdown");
+    const after = await client.get(task.id);
+    assert.equal(after.state, "queued", "queued again at once");
+    const events = await client.events(task.id);
+    const last = events.at(-1);
+    assert.deepEqual([last.from, last.to, last.code], ["running", "queued", "shutdown"]);
+    assert.equal(w.stats().released, 1);
+    // Another worker runs it as the same attempt: the release did not charge it.
+    const w2 = newWorker();
+    w2.handle(wf("stop"), (t2) => ({ attempt: t2.attempt }));
+    const running2 = run(w2);
+    const done = await client.get(task.id, { waitMs: 20_000 });
+    assert.equal(done.state, "succeeded");
+    assert.deepEqual(done.result, { attempt: firstAttempt }, "the attempt is not charged");
+    await w2.stop();
+    await running2;
+  });
+
+  test("a worker killed with SIGKILL: its task is recovered after the lease TTL and finished by another worker", { timeout: leaseTtlMs * 4 + 60_000 }, async (t) => {
+    const child = spawn(process.execPath, [childScript], {
+      env: { ...process.env, DOCKET_URL: url, DOCKET_WORKER_KEY: workerKey, DOCKET_WORKFLOW: wf("killed") },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    t.after(() => child.kill("SIGKILL"));
+    const lines = createInterface({ input: child.stdout });
+    const { task } = await client.submit(wf("killed"), { survive: true }, { maxAttempts: 3 });
+    let line;
+    for await (const l of lines) {
+      line = l;
+      break;
+    }
+    assert.equal(line, `started ${task.id} 1`);
+    child.kill("SIGKILL");
+    await once(child, "exit");
+    const killedAt = Date.now();
+
+    const w = newWorker();
+    w.handle(wf("killed"), (t2) => ({ recovered: true, attempt: t2.attempt }));
+    const running = run(w);
+    const done = await client.get(task.id, { waitMs: leaseTtlMs * 4 + 30_000 });
+    assert.equal(done.state, "succeeded");
+    assert.deepEqual(done.result, { recovered: true, attempt: 2 });
+    assert.ok(Date.now() - killedAt >= leaseTtlMs * 0.25, "recovered when the lease expired, not before");
+    const events = await client.events(task.id);
+    assert.ok(
+      events.some((e) => e.from === "running" && e.to === "queued"),
+      "the history shows the recovery (running → queued)",
+    );
+    await w.stop();
+    await running;
+  });
+
+  test("the README example (examples/worker.mjs) runs and stops on SIGTERM", { timeout: 30_000 }, async (t) => {
+    const child = spawn(process.execPath, [exampleScript], {
+      env: { ...process.env, DOCKET_URL: url, DOCKET_WORKER_KEY: workerKey },
+      stdio: ["ignore", "inherit", "inherit"],
+    });
+    t.after(() => child.kill("SIGKILL"));
+    const { task } = await client.submit("ts.example.greet", { name: "Ada" });
+    const done = await client.get(task.id, { waitMs: 20_000 });
+    assert.equal(done.state, "succeeded");
+    assert.deepEqual(done.result, { greeting: "hello, Ada" });
+    child.kill("SIGTERM");
+    const [code, signal] = await once(child, "exit");
+    assert.deepEqual([code, signal], [0, null]);
+  });
+
+  test("teardown", async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+  });
+});
