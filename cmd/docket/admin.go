@@ -58,7 +58,7 @@ func defaultTenantLimitFlag(fs *flag.FlagSet) *int {
 	return fs.Int("default-tenant-limit", defaults.TenantLimit, defaultTenantLimitUsage)
 }
 
-const keysUsage = `usage: docket keys create --tenant T --principal P [--role member|admin] [flags]
+const keysUsage = `usage: docket keys create --tenant T --principal P [--role member|admin|worker] [--all-tenants] [flags]
        docket keys list [--tenant T] [flags]
        docket keys revoke [flags] ID
 
@@ -85,7 +85,8 @@ func keysCreateCmd(args []string, stdout, stderr io.Writer) error {
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant the key belongs to (created if missing)")
 	principal := fs.String("principal", "", "principal: the author of tasks submitted with the key")
-	role := fs.String("role", "member", "member (its tenant's tasks) or admin (also the admin API)")
+	role := fs.String("role", "member", "member (its tenant's tasks), admin (also the admin API) or worker (remote workers: the worker API only)")
+	allTenants := fs.Bool("all-tenants", false, "a worker key that serves every tenant's tasks (an operator's fleet); default: its own tenant's")
 	defaultLimit := defaultTenantLimitFlag(fs)
 	if _, err := parse(fs, args); err != nil {
 		return err
@@ -106,7 +107,15 @@ func keysCreateCmd(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("create tenant: %w", err)
 		}
 	}
-	key, _, err := auth.CreateKey(ctx, st, now, *tenant, *principal, dockettype.Role(*role))
+	var key string
+	switch {
+	case *allTenants && *role != string(dockettype.RoleWorker):
+		return errors.New("--all-tenants is for worker keys (--role worker)")
+	case *role == string(dockettype.RoleWorker):
+		key, _, err = auth.CreateWorkerKey(ctx, st, now, *tenant, *principal, *allTenants)
+	default:
+		key, _, err = auth.CreateKey(ctx, st, now, *tenant, *principal, dockettype.Role(*role))
+	}
 	if err != nil {
 		return err
 	}
@@ -117,16 +126,18 @@ func keysCreateCmd(args []string, stdout, stderr io.Writer) error {
 // keyJSON is a key as GET /v1/admin/keys shows it: never the key, never
 // its hash.
 type keyJSON struct {
-	ID        string          `json:"id"`
-	Tenant    string          `json:"tenant"`
-	Principal string          `json:"principal"`
-	Role      dockettype.Role `json:"role"`
-	CreatedAt time.Time       `json:"created_at"`
-	RevokedAt *time.Time      `json:"revoked_at"`
+	ID         string          `json:"id"`
+	Tenant     string          `json:"tenant"`
+	Principal  string          `json:"principal"`
+	Role       dockettype.Role `json:"role"`
+	AllTenants bool            `json:"all_tenants"`
+	CreatedAt  time.Time       `json:"created_at"`
+	RevokedAt  *time.Time      `json:"revoked_at"`
 }
 
 func keyJSONOf(k *store.APIKey) keyJSON {
-	return keyJSON{ID: k.ID, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+	return keyJSON{ID: k.ID, Tenant: k.Tenant, Principal: k.Principal, Role: k.Role, AllTenants: k.AllTenants,
+		CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
 }
 
 // jsonFlag is --json: the admin API's JSON (shape) instead of human text

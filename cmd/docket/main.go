@@ -54,6 +54,9 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   list                  list tasks
   events ID             show a task's history
   evidence ID           show a task's evidence
+  workflows register NAME --pool P
+                        register a remote workflow (admin key); also list, remove NAME
+  workers list          list the remote workers the nodes have seen (admin key)
 measure:
   bench --db PATH|URL   measure a store in-process: --mode burn-down|continuous|http
   bench --url URL       measure a running server end to end
@@ -74,6 +77,8 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"keys":       keysCmd,
 	"tenants":    tenantsCmd,
 	"rules":      rulesCmd,
+	"workflows":  workflowsCmd,
+	"workers":    workersCmd,
 	"submit":     submitCmd,
 	"get":        getCmd,
 	"cancel":     cancelCmd,
