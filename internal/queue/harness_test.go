@@ -35,6 +35,7 @@ type testRuntime struct {
 	mu      sync.Mutex
 	funcs   map[string]func(ctx context.Context, inv *Invocation) (json.RawMessage, error)
 	pools   map[string]dockettype.Pool
+	remote  map[string]bool
 	version string
 }
 
@@ -42,6 +43,7 @@ func newTestRuntime() *testRuntime {
 	rt := &testRuntime{
 		funcs:   map[string]func(context.Context, *Invocation) (json.RawMessage, error){},
 		pools:   map[string]dockettype.Pool{},
+		remote:  map[string]bool{},
 		version: "cfg-1",
 	}
 	rt.register("test.echo", dockettype.PoolOnline, func(_ context.Context, inv *Invocation) (json.RawMessage, error) {
@@ -57,6 +59,15 @@ func (r *testRuntime) register(name string, pool dockettype.Pool, fn func(contex
 	r.pools[name] = pool
 }
 
+// registerRemote registers a workflow that remote workers run: the node's
+// pools never claim its tasks (Run would find no function for it).
+func (r *testRuntime) registerRemote(name string, pool dockettype.Pool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pools[name] = pool
+	r.remote[name] = true
+}
+
 func (r *testRuntime) Resolve(_ context.Context, name string) (Resolution, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -64,7 +75,7 @@ func (r *testRuntime) Resolve(_ context.Context, name string) (Resolution, error
 	if !ok {
 		return Resolution{}, dockettype.NewError(dockettype.CodeUnknownWorkflow, "not registered")
 	}
-	return Resolution{Pool: pool, ConfigVersion: r.version}, nil
+	return Resolution{Pool: pool, ConfigVersion: r.version, Remote: r.remote[name]}, nil
 }
 
 func (r *testRuntime) Run(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
