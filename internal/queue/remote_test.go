@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/logtest"
+	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
 )
 
 // fleet is a remote worker of tenant acme's worker key.
@@ -216,5 +221,52 @@ func TestRemoteStoppedNode(t *testing.T) {
 	var de *dockettype.Error
 	if !errors.As(err, &de) || de.Code != dockettype.CodeStoreUnavailable || de.RetryAfter == 0 {
 		t.Fatalf("claim on a stopped node: %v, want store_unavailable with Retry-After", err)
+	}
+}
+
+// On PostgreSQL an idle remote worker long-polling node B is woken by a
+// submission on node A (the store's notification), not by a poll: the
+// fake clock never moves and B's poll interval is an hour.
+func TestRemoteLongPollWokenByAnotherNode(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	clock := clockwork.NewFakeClockAt(baseTime)
+	rt := newTestRuntime()
+	rt.registerRemote("jobs.far", dockettype.PoolOnline)
+	node := func(name string) *harness {
+		logger, _ := logtest.New(t)
+		st := pgtest.Open(t, url, schema)
+		svc := newTestService(t, st, rt, Config{NodeID: name, Clock: clock, Logger: logger, PollInterval: time.Hour,
+			ShutdownGrace: time.Millisecond, noJitter: true})
+		return (&harness{t: t, svc: svc, clock: clock}).start()
+	}
+	a, b := node("node-a"), node("node-b")
+	done := make(chan []RemoteTask, 1)
+	go func() {
+		res, err := b.svc.ClaimRemote(context.Background(), &RemoteClaimRequest{Worker: fleet, Workflows: []string{"jobs.far"},
+			Max: 1, Wait: time.Minute})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res.Tasks
+	}()
+	// B's listener may connect after the submit's notification: submit
+	// until the poll answers (each submit is a new task, and a claim that
+	// starts after one found it at once).
+	var submitted []string
+	for i := 0; ; i++ {
+		submitted = append(submitted, a.submit(alice, fmt.Sprint("far-", i), "jobs.far", `1`).ID)
+		select {
+		case got := <-done:
+			if len(got) != 1 || !slices.Contains(submitted, got[0].Task.ID) {
+				t.Fatalf("node B's claim returned %+v, want one of the tasks submitted on node A", got)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+			if i == 50 {
+				t.Fatal("node B's long poll was not woken by node A's submissions")
+			}
+		}
 	}
 }
