@@ -92,10 +92,11 @@ type SubmitResult struct {
 // ListParams filters and pages a list. The zero value lists the newest 50
 // tasks.
 type ListParams struct {
-	State dockettype.State // optional
-	Pool  dockettype.Pool  // optional
-	Limit int              // 1..500; 0 takes the server's default (50)
-	After string           // the Next of the previous page
+	State    dockettype.State // optional
+	Pool     dockettype.Pool  // optional
+	Workflow string           // optional: one workflow's tasks, by its exact name
+	Limit    int              // 1..500; 0 takes the server's default (50)
+	After    string           // the Next of the previous page
 }
 
 // ListResult is one page of tasks, newest first.
@@ -233,6 +234,9 @@ func (c *Client) List(ctx context.Context, p *ListParams) (*ListResult, error) {
 		}
 		if p.Pool != "" {
 			q.Set("pool", string(p.Pool))
+		}
+		if p.Workflow != "" {
+			q.Set("workflow", p.Workflow)
 		}
 		if p.Limit != 0 {
 			q.Set("limit", strconv.Itoa(p.Limit))

@@ -237,6 +237,12 @@ func TestListCancelEvents(t *testing.T) {
 	if err != nil || len(page.Tasks) != 3 || page.Next != "" {
 		t.Fatalf("list = %+v, %v", page, err)
 	}
+	for wf, want := range map[string]int{"demo.sleep": 3, "demo.echo": 0} {
+		page, err := c.List(ctx, &client.ListParams{Workflow: wf})
+		if err != nil || len(page.Tasks) != want {
+			t.Fatalf("list of workflow %s = %+v, %v; want %d tasks", wf, page, err, want)
+		}
+	}
 }
 
 // startRecorder is a runtime that reports each task it starts.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"sync"
 
@@ -36,12 +35,10 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{defs: make(map[string]Definition)} }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
-
 // Register adds a workflow. Names are lowercase dotted identifiers
 // ("demo.echo"), at most 128 bytes; a name can be registered once.
 func (r *Registry) Register(name string, def Definition) error {
-	if len(name) > 128 || !nameRE.MatchString(name) {
+	if !dockettype.ValidWorkflowName(name) {
 		return fmt.Errorf("workflow: invalid name %q", name)
 	}
 	if !def.Pool.Valid() {

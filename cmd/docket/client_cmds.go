@@ -239,6 +239,7 @@ func listCmd(args []string, stdout, stderr io.Writer) error {
 	url, key := clientFlags(fs)
 	state := fs.String("state", "", "only tasks in this state")
 	pool := fs.String("pool", "", "only tasks of this pool")
+	workflow := fs.String("workflow", "", "only tasks of this workflow (its exact name)")
 	limit := fs.Int("limit", 50, "page size (1..500)")
 	after := fs.String("after", "", "cursor: the next value of the previous page")
 	asJSON := fs.Bool("json", !isTerminal(stdout), "print the API's JSON ({\"tasks\":[…],\"next\":…}); default: a table on a terminal, JSON otherwise")
@@ -249,7 +250,8 @@ func listCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	page, err := c.List(context.Background(), &client.ListParams{State: dockettype.State(*state), Pool: dockettype.Pool(*pool), Limit: *limit, After: *after})
+	page, err := c.List(context.Background(), &client.ListParams{State: dockettype.State(*state), Pool: dockettype.Pool(*pool), Workflow: *workflow,
+		Limit: *limit, After: *after})
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/docket-dev/docket"
@@ -48,6 +52,54 @@ type browser struct {
 	ctx   context.Context
 	shots string // folder of the screenshots
 	n     int    // screenshots taken
+
+	mu      sync.Mutex
+	console []string // what the console reported as going wrong
+}
+
+// listen records, from the tab's events, what a person would see in red in
+// the console: uncaught exceptions and refused promises, console.error and
+// console.warn calls, and errors the browser logs (a module that does not
+// load, a CSP violation). An API call answered 4xx is logged too, by the
+// network: that is an answer the page handles, not a fault of the page.
+func (b *browser) listen(ev any) {
+	var problem string
+	switch e := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		d := e.ExceptionDetails
+		problem = "exception: " + d.Text
+		if d.Exception != nil {
+			problem += " " + d.Exception.Description
+		}
+		problem += fmt.Sprintf(" (%s:%d)", d.URL, d.LineNumber+1)
+	case *runtime.EventConsoleAPICalled:
+		if e.Type != runtime.ConsoleAPICalledTypeError && e.Type != runtime.ConsoleAPICalledTypeWarning &&
+			e.Type != runtime.ConsoleAPICalledTypeAssert {
+			return
+		}
+		problem = "console." + string(e.Type) + ":"
+		for _, a := range e.Args {
+			problem += " " + a.Description + string(a.Value)
+		}
+	case *cdplog.EventEntryAdded:
+		if e.Entry.Level != cdplog.EntryLevelError || e.Entry.Source == cdplog.EntrySourceNetwork ||
+			strings.HasPrefix(e.Entry.Text, "Failed to load resource: the server responded with a status of 4") {
+			return
+		}
+		problem = "log (" + string(e.Entry.Source) + "): " + e.Entry.Text + " " + e.Entry.URL
+	default:
+		return
+	}
+	b.mu.Lock()
+	b.console = append(b.console, problem)
+	b.mu.Unlock()
+}
+
+// consoleProblems returns what the console reported so far.
+func (b *browser) consoleProblems() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.console)
 }
 
 func newBrowser(t *testing.T) *browser {
@@ -91,7 +143,22 @@ func newBrowser(t *testing.T) *browser {
 		t.Fatal(err)
 	}
 	t.Logf("screenshots of this run: %s", shots)
-	return &browser{t: t, ctx: ctx, shots: shots}
+	b := &browser{t: t, ctx: ctx, shots: shots}
+	if err := chromedp.Listen(ctx, b.listen); err != nil {
+		t.Fatal(err)
+	}
+	// Every browser test fails on what the console reports, from the
+	// first page load on (a module that does not load included).
+	t.Cleanup(func() {
+		switch p := b.consoleProblems(); {
+		case len(p) == 0:
+		case t.Failed():
+			t.Logf("the browser's console reported: %q", p)
+		default:
+			t.Errorf("the browser's console reported problems: %q", p)
+		}
+	})
+	return b
 }
 
 // do runs actions, bounded in time; on an error it saves a screenshot of
@@ -101,10 +168,13 @@ func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	ctx, cancel := context.WithTimeout(b.ctx, 45*time.Second)
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
-		b.screenshot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		b.screenshot("failed-" + fileNameRE.ReplaceAllString(what, "-"))
 		b.t.Fatalf("%s: %v", what, err)
 	}
 }
+
+// fileNameRE matches what a screenshot's file name does not keep.
+var fileNameRE = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
 // submitForm presses a form's submit button (form.submit() would skip the
 // page's submit handler, as no person can).
@@ -134,6 +204,13 @@ func (b *browser) until(what, predicate string) {
 func (b *browser) set(id, value string) {
 	b.t.Helper()
 	eval[chromedp.Void](b, fmt.Sprintf(`document.getElementById(%q).value = %q`, id, value))
+}
+
+// choose sets a select's value and tells the page, as a person choosing
+// an option would (set alone fires no change event).
+func (b *browser) choose(id, value string) {
+	b.t.Helper()
+	eval[chromedp.Void](b, fmt.Sprintf(`(() => { const s = document.getElementById(%q); s.value = %q; s.dispatchEvent(new Event("change", { bubbles: true })); })()`, id, value))
 }
 
 // goTo moves the page to a view of the dashboard (a fragment: no reload).
@@ -473,8 +550,16 @@ func TestDashboardInBrowser(t *testing.T) {
 		` && document.querySelectorAll("#tasks-table tbody tr").length === 15`)
 	b.set("filter-state", "")
 	b.set("filter-workflow", "quality.evaluate")
+	eval[chromedp.Void](b, `performance.clearResourceTimings()`)
 	b.do("filter a workflow", submitForm("task-filters"))
 	b.until("see only the quality task", fmt.Sprintf(`document.querySelectorAll("#tasks-table tbody tr").length === 1 && document.querySelector(%q) !== null`, row))
+	// The API does the filter: the page asked for that workflow's tasks.
+	if !eval[bool](b, `performance.getEntriesByType("resource").some(e => {
+		const u = new URL(e.name);
+		return u.pathname === "/v1/tasks" && u.searchParams.get("workflow") === "quality.evaluate";
+	})`) {
+		t.Error("the workflow filter was not sent to the API (no GET /v1/tasks?workflow=quality.evaluate)")
+	}
 	b.set("filter-workflow", "")
 	b.do("clear the filters", submitForm("task-filters"))
 	b.until("see a page of tasks again", `document.querySelectorAll("#tasks-table tbody tr").length === 50`)
@@ -562,7 +647,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(ids) != 1 || ids[0] != g.ID {
 		t.Errorf("globex's list = %v, want only its task %s", ids, g.ID)
 	}
-	if b.visible("#nav-admin") || b.visible("#nav-overview") {
+	if b.visible("#nav-admin") || b.visible("#nav-overview") || b.visible("#nav-workflows") || b.visible("#nav-workers") {
 		t.Error("a member key sees the admin views in the menu")
 	}
 	b.goTo("#/tasks/" + q.ID)
@@ -579,6 +664,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.do("open the overview as a member", chromedp.WaitVisible(chromedp.ID("view-forbidden")))
 	if b.visible("#view-overview") || b.visible("#pool-cards") {
 		t.Error("a member key sees the overview")
+	}
+	for _, v := range []string{"workflows", "workers"} {
+		b.goTo("#/tasks")
+		b.do("back to the list", chromedp.WaitVisible(chromedp.ID("view-tasks")))
+		b.goTo("#/" + v)
+		b.do("open the "+v+" view as a member", chromedp.WaitVisible(chromedp.ID("view-forbidden")))
+		if b.visible("#view-" + v) {
+			t.Errorf("a member key sees the %s view", v)
+		}
 	}
 	b.screenshot("member")
 	a.call(http.MethodPost, "/v1/tasks/"+g.ID+"/cancel", globex.Key, "", nil, nil)
@@ -751,4 +845,245 @@ func TestDashboardLateViewKeepsCurrentRefresh(t *testing.T) {
 	if !b.visible("#view-tasks") {
 		t.Error("the task list is no longer on screen")
 	}
+}
+
+// workerCall is a worker API call with a worker key; it fails the test
+// unless the answer is 200.
+func (a *api) workerCall(path, key string, body, out any) {
+	a.t.Helper()
+	if st := a.call(http.MethodPost, path, key, "", body, out); st != http.StatusOK {
+		a.t.Fatalf("POST %s: %d, want 200", path, st)
+	}
+}
+
+// The page is ES modules: every one of them loads (no console error, each
+// answered 200), and the operator works with remote workers: registers a
+// remote workflow, sees the 409 of a built-in name, removes one, makes a
+// worker key for all tenants in the admin view, and sees the worker that
+// claimed with it in the Workers view. A route that does not decode shows
+// the not-found view; task IDs are told apart by their ends, found by the
+// search, and the list shows how long each task ran.
+func TestDashboardRemoteWorkersInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	url, adminKey := startServer(t)
+	a := newAPI(t, url)
+	b.signInAsAdmin(url, adminKey)
+
+	// Every module the assets folder holds was loaded, once, answered 200.
+	entries, err := os.ReadDir("assets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".js") {
+			want = append(want, "/ui/"+e.Name()+" 200")
+		}
+	}
+	got := eval[[]string](b, `performance.getEntriesByType("resource").map(e => [new URL(e.name).pathname, e.responseStatus]).
+		filter(([p]) => p.endsWith(".js")).map(([p, s]) => p + " " + s).sort()`)
+	if !slices.Equal(got, want) {
+		t.Errorf("modules loaded = %v,\nwant %v", got, want)
+	}
+
+	// Workflows: the built-in ones are listed and marked.
+	b.do("open the workflows view", chromedp.Click(chromedp.ID("nav-workflows")),
+		chromedp.WaitVisible(chromedp.CSS(`#workflows-table tr[data-workflow="demo.echo"][data-remote="false"]`)))
+	if txt := b.text(`#workflows-table tr[data-workflow="demo.echo"]`); !strings.Contains(txt, "built-in") || strings.Contains(txt, "Remove") {
+		t.Errorf("built-in row = %q, want it marked built-in, without Remove", txt)
+	}
+
+	// Register two remote workflows through the form.
+	register := func(name, pool, timeout, attempts string) {
+		t.Helper()
+		b.set("workflow-name", name)
+		b.choose("workflow-pool", pool)
+		b.set("workflow-timeout", timeout)
+		b.set("workflow-attempts", attempts)
+		b.do("register "+name, submitForm("workflow-form"))
+	}
+	register("images.resize", "offline", "60000", "2")
+	b.until("see it registered", `document.querySelector("#workflow-answer").textContent.startsWith("Registered images.resize (200)")`+
+		` && document.querySelector('#workflows-table tr[data-workflow="images.resize"][data-remote="true"]') !== null`)
+	if txt := b.text(`#workflows-table tr[data-workflow="images.resize"]`); !strings.Contains(txt, "remote") ||
+		!strings.Contains(txt, "offline") || !strings.Contains(txt, "1 min") || !strings.Contains(txt, "2") {
+		t.Errorf("remote row = %q, want remote, its pool, default timeout and attempts", txt)
+	}
+	var wfs struct {
+		Workflows []struct {
+			Name        string
+			Pool        string
+			TimeoutMS   int64 `json:"timeout_ms"`
+			MaxAttempts int   `json:"max_attempts"`
+			Remote      bool
+		}
+	}
+	a.call(http.MethodGet, "/v1/admin/workflows", adminKey, "", nil, &wfs)
+	found := false
+	for _, w := range wfs.Workflows {
+		if w.Name == "images.resize" {
+			found = w.Pool == "offline" && w.TimeoutMS == 60000 && w.MaxAttempts == 2 && w.Remote
+		}
+	}
+	if !found {
+		t.Errorf("the API's workflows = %+v, want images.resize as the form registered it", wfs.Workflows)
+	}
+	register("thumbs.make", "online", "", "")
+	b.until("see the second one", `document.querySelector('#workflows-table tr[data-workflow="thumbs.make"]') !== null`)
+
+	// A built-in name is the API's 409, shown as it came.
+	register("demo.echo", "online", "", "")
+	b.until("see the refusal", `document.querySelector("#workflow-answer").textContent.includes("409 builtin_workflow")`)
+	if !strings.Contains(eval[string](b, `document.querySelector("#workflow-answer").className`), "bad") {
+		t.Error("the refusal is not shown as one")
+	}
+
+	// Remove one.
+	b.do("remove thumbs.make", chromedp.Click(chromedp.CSS(`#workflows-table tr[data-workflow="thumbs.make"] button`)))
+	b.until("see it removed", `document.querySelector("#workflow-answer").textContent.startsWith("Removed thumbs.make (200)")`+
+		` && document.querySelector('#workflows-table tr[data-workflow="thumbs.make"]') === null`)
+	if st := a.call(http.MethodPost, "/v1/tasks", adminKey, "thumb-1", map[string]any{"workflow": "thumbs.make"}, nil); st != http.StatusBadRequest {
+		t.Errorf("submit of a removed workflow: %d, want 400", st)
+	}
+	b.screenshot("workflows")
+
+	// A worker key for every tenant, made in the admin view.
+	b.do("open the admin view", chromedp.Click(chromedp.ID("nav-admin")), chromedp.WaitVisible(chromedp.ID("key-form")))
+	if !eval[bool](b, `document.getElementById("key-all-tenants").disabled`) {
+		t.Error(`"all tenants" is offered to a member key`)
+	}
+	b.set("key-tenant", "demo")
+	b.set("key-principal", "resize-fleet")
+	b.choose("key-role", "worker")
+	b.do("make a worker key for all tenants", chromedp.Click(chromedp.ID("key-all-tenants")), submitForm("key-form"),
+		chromedp.WaitVisible(chromedp.ID("new-key")))
+	if owner := b.text("#new-key-owner"); owner != "resize-fleet (worker, all tenants) of tenant demo" {
+		t.Errorf("new key owner = %q", owner)
+	}
+	workerKey := b.text("#new-key-value")
+	b.do("dismiss the new key", chromedp.Click(chromedp.ID("new-key-done")))
+	var keys struct {
+		Keys []struct {
+			ID, Principal, Role string
+			AllTenants          bool `json:"all_tenants"`
+		}
+	}
+	a.call(http.MethodGet, "/v1/admin/keys?tenant=demo", adminKey, "", nil, &keys)
+	var keyID string
+	for _, k := range keys.Keys {
+		if k.Principal == "resize-fleet" && k.Role == "worker" && k.AllTenants {
+			keyID = k.ID
+		}
+	}
+	if keyID == "" {
+		t.Fatalf("keys = %+v, want resize-fleet's worker key for all tenants", keys.Keys)
+	}
+	b.until("see the key listed", fmt.Sprintf(`(document.querySelector('#admin-keys tr[data-key=%q]') || {}).textContent.includes("worker, all tenants")`, keyID))
+
+	// The worker claims a task with that key and heartbeats its lease.
+	q := a.submit(adminKey, "resize-1", map[string]any{"workflow": "images.resize", "input": map[string]string{"image": "a.png"}})
+	var claimed struct {
+		Tasks []struct {
+			Lease string
+			Task  dockettype.Task
+		}
+	}
+	a.workerCall("/v1/worker/claim", workerKey, map[string]any{"workflows": []string{"images.resize"}, "max": 1,
+		"worker_id": "resize-host/1", "slots": 4, "sdk": "test/0.1"}, &claimed)
+	if len(claimed.Tasks) != 1 || claimed.Tasks[0].Task.ID != q.ID {
+		t.Fatalf("claimed %+v, want the task %s", claimed.Tasks, q.ID)
+	}
+	a.workerCall("/v1/worker/heartbeat", workerKey, map[string]any{"leases": []string{claimed.Tasks[0].Lease}, "worker_id": "resize-host/1"}, nil)
+
+	// The Workers view shows it once a node has written what it saw.
+	b.do("open the workers view", chromedp.Click(chromedp.ID("nav-workers")), chromedp.WaitVisible(chromedp.ID("view-workers")))
+	worker := `#workers-table tr[data-worker="resize-host/1"]`
+	b.until("see the worker with its lease", fmt.Sprintf(`(() => {
+		const tr = document.querySelector(%q);
+		if (!tr) return false;
+		const cells = Array.from(tr.cells, td => td.textContent);
+		return cells[5] === "1" && tr.dataset.connected === "true";
+	})()`, worker))
+	cells := eval[[]string](b, fmt.Sprintf(`Array.from(document.querySelector(%q).cells, td => td.textContent)`, worker))
+	wantCells := []string{"resize-host/1", keyID, "all tenants", "images.resize", "4", "1", "", "test/0.1", "connected"}
+	if len(cells) != len(wantCells) {
+		t.Fatalf("worker row = %q, want %q", cells, wantCells)
+	}
+	for i, w := range wantCells {
+		if w != "" && cells[i] != w {
+			t.Errorf("worker row cell %d = %q, want %q (row %q)", i, cells[i], w, cells)
+		}
+	}
+	if !strings.HasSuffix(cells[6], " ago") {
+		t.Errorf("last seen = %q, want a time ago", cells[6])
+	}
+	b.screenshot("workers")
+	a.workerCall("/v1/worker/finish", workerKey, map[string]any{"items": []map[string]any{
+		{"lease": claimed.Tasks[0].Lease, "outcome": "succeeded", "result": map[string]string{"url": "a-small.png"}}}}, nil)
+
+	// A route that does not decode, or that names no view, is not found:
+	// the view before leaves the screen, nothing is thrown.
+	for _, bad := range []string{"#/tasks/%E0%A4%A", "#/nowhere", "#/tasks/a/b"} {
+		b.goTo("#/workers")
+		b.do("back to the workers", chromedp.WaitVisible(chromedp.ID("view-workers")))
+		b.goTo(bad)
+		b.do("open "+bad, chromedp.WaitVisible(chromedp.ID("view-notfound")))
+		if b.visible("#view-workers") || b.visible("#view-task") {
+			t.Errorf("%s: the view before stays on screen", bad)
+		}
+		if got := b.text("#notfound-path"); got != bad {
+			t.Errorf("%s: the not-found view names %q", bad, got)
+		}
+	}
+
+	// Tasks made in one batch share the start of their IDs (UUIDv7): the
+	// list shows their ends, the whole ID in a title, and their durations.
+	var batch struct {
+		Results []struct{ Task dockettype.Task }
+	}
+	if st := a.call(http.MethodPost, "/v1/tasks/batch", adminKey, "", map[string]any{"tasks": []map[string]any{
+		{"idempotency_key": "same-1", "workflow": "demo.echo", "input": 1},
+		{"idempotency_key": "same-2", "workflow": "demo.echo", "input": 2},
+		{"idempotency_key": "same-3", "workflow": "demo.sleep", "input": map[string]int{"ms": 600000}},
+	}}, &batch); st != http.StatusOK || len(batch.Results) != 3 {
+		t.Fatalf("batch: %d, %+v", st, batch.Results)
+	}
+	echo1, echo2, nap := batch.Results[0].Task, batch.Results[1].Task, batch.Results[2].Task
+	a.wait(adminKey, echo1.ID)
+	a.wait(adminKey, echo2.ID)
+	b.do("open the task list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
+	b.until("see the sleeping task run", fmt.Sprintf(`(document.querySelector('#tasks-table tr[data-id=%q]') || {dataset: {}}).dataset.state === "running"`, nap.ID))
+	shown := map[string]string{}
+	for _, task := range []dockettype.Task{echo1, echo2, nap} {
+		sel := fmt.Sprintf(`#tasks-table tr[data-id=%q]`, task.ID)
+		link := eval[[]string](b, fmt.Sprintf(`(() => { const a = document.querySelector(%q); return [a.textContent, a.title]; })()`, sel+" a"))
+		if link[0] != "…"+task.ID[len(task.ID)-8:] || link[1] != task.ID {
+			t.Errorf("task %s is shown as %q (title %q), want its last 8 characters and the whole ID", task.ID, link[0], link[1])
+		}
+		if other, ok := shown[link[0]]; ok {
+			t.Errorf("tasks %s and %s are shown alike: %q", other, task.ID, link[0])
+		}
+		shown[link[0]] = task.ID
+	}
+	durationRE := regexp.MustCompile(`^\d+(\.\d)? (ms|s|min)`)
+	for _, task := range []dockettype.Task{echo1, echo2} {
+		if d := b.text(fmt.Sprintf(`#tasks-table tr[data-id=%q] td.duration`, task.ID)); !durationRE.MatchString(d) {
+			t.Errorf("duration of finished task %s = %q", task.ID, d)
+		}
+	}
+	if d := b.text(fmt.Sprintf(`#tasks-table tr[data-id=%q] td.duration`, nap.ID)); !strings.HasPrefix(d, "running for ") {
+		t.Errorf("duration of the running task = %q, want running for …", d)
+	}
+	b.screenshot("tasks")
+
+	// The search opens a task by its whole ID; its page shows the ID whole.
+	b.do("search a task by ID", chromedp.SendKeys(chromedp.ID("task-search-id"), echo2.ID), submitForm("task-search"),
+		chromedp.WaitVisible(chromedp.ID("task-result")))
+	if got := b.text("#task-id"); got != echo2.ID {
+		t.Errorf("task page ID = %q, want %s", got, echo2.ID)
+	}
+	if href := eval[string](b, `location.hash`); href != "#/tasks/"+echo2.ID {
+		t.Errorf("the search went to %s", href)
+	}
+	a.call(http.MethodPost, "/v1/tasks/"+nap.ID+"/cancel", adminKey, "", nil, nil)
 }

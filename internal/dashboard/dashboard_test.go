@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,8 +23,11 @@ func TestServedWithSecurityHeaders(t *testing.T) {
 	h := httpapi.New(nil, nil, httpapi.Options{Logger: slog.New(slog.DiscardHandler)})
 	cases := []struct{ path, contentType string }{
 		{"/ui", "text/html; charset=utf-8"},
-		{"/ui/app.js", "text/javascript; charset=utf-8"},
 		{"/ui/style.css", "text/css; charset=utf-8"},
+	}
+	// Every module, with the type a browser requires of a module script.
+	for _, name := range modules(t) {
+		cases = append(cases, struct{ path, contentType string }{"/ui/" + name, "text/javascript; charset=utf-8"})
 	}
 	for _, c := range cases {
 		rec := httptest.NewRecorder()
@@ -72,11 +76,18 @@ func TestServedWithSecurityHeaders(t *testing.T) {
 
 // The files keep the rules the CSP and the data need: no inline script,
 // handler or style in the page, every file it names is served, and the
-// script never builds HTML from strings nor keeps the key anywhere but
-// sessionStorage.
+// scripts never build HTML from strings nor keep the key anywhere but
+// sessionStorage. The page loads one module, app.js; every module it
+// imports, directly or not, is served, and every module served is one of
+// them. No script names a workflow: the names come from the API (or the
+// page's list of examples).
 func TestAssetsKeepTheirRules(t *testing.T) {
 	page := file(t, dashboard.Index)
-	for _, m := range regexp.MustCompile(`(?is)<script\b[^>]*>`).FindAllString(page, -1) {
+	scripts := regexp.MustCompile(`(?is)<script\b[^>]*>`).FindAllString(page, -1)
+	if len(scripts) != 1 || scripts[0] != `<script type="module" src="/ui/app.js">` {
+		t.Errorf("the page's scripts = %q, want only the module /ui/app.js", scripts)
+	}
+	for _, m := range scripts {
 		if !strings.Contains(m, `src="/ui/`) {
 			t.Errorf("inline script in the page: %s", m)
 		}
@@ -92,13 +103,57 @@ func TestAssetsKeepTheirRules(t *testing.T) {
 			t.Errorf("the page names /ui/%s, which is not served", m[1])
 		}
 	}
-	script := file(t, "app.js")
-	for _, banned := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
-		"localStorage", "document.cookie", "console.", "setAttribute(\"style\"", "?key="} {
-		if strings.Contains(script, banned) {
-			t.Errorf("app.js uses %s", banned)
+	importRE := regexp.MustCompile(`(?m)^\s*(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)";`)
+	reached := map[string]bool{}
+	todo := []string{"app.js"}
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		if reached[name] {
+			continue
+		}
+		reached[name] = true
+		script := file(t, name)
+		for _, banned := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
+			"localStorage", "document.cookie", "console.", "setAttribute(\"style\"", "?key=", "import(",
+			"quality.evaluate", "demo.echo", "demo.sleep", "demo.fail"} {
+			if strings.Contains(script, banned) {
+				t.Errorf("%s uses %s", name, banned)
+			}
+		}
+		for _, m := range importRE.FindAllStringSubmatch(script, -1) {
+			dep, ok := strings.CutPrefix(m[1], "./")
+			if !ok || strings.Contains(dep, "/") {
+				t.Errorf("%s imports %q: modules are flat, imported as ./name.js", name, m[1])
+				continue
+			}
+			todo = append(todo, dep)
 		}
 	}
+	for _, name := range modules(t) {
+		if !reached[name] {
+			t.Errorf("%s is served but no module imports it", name)
+		}
+	}
+}
+
+// modules lists the dashboard's scripts, from its assets folder.
+func modules(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir("assets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".js") {
+			out = append(out, e.Name())
+		}
+	}
+	if len(out) < 2 {
+		t.Fatalf("modules = %v", out)
+	}
+	return out
 }
 
 func file(t *testing.T, name string) string {

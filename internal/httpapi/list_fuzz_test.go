@@ -17,7 +17,8 @@ import (
 )
 
 // listFixture is what FuzzListQuery lists: the stack tenant's tasks,
-// queued or cancelled, in both pools, and another tenant's.
+// queued or cancelled, in both pools, of two workflows, and another
+// tenant's.
 type listFixture struct {
 	own   []*dockettype.Task // sorted newest first
 	other []*dockettype.Task
@@ -33,7 +34,8 @@ func newListFixture(f *testing.F, stack *httpapitest.Stack) *listFixture {
 	fx := &listFixture{}
 	create := func(key string, i int) *dockettype.Task {
 		pool := []string{"online", "offline"}[i%2]
-		body := fmt.Sprintf(`{"workflow":"demo.echo","pool":%q,"input":{"n":%d,"note":%q}}`, pool, i, canary)
+		workflow := []string{"demo.echo", "demo.echo", "demo.fail"}[i%3]
+		body := fmt.Sprintf(`{"workflow":%q,"pool":%q,"input":{"n":%d,"note":%q}}`, workflow, pool, i, canary)
 		task := mustSubmitF(f, stack.URL, key, fmt.Sprintf("list-%d", i), body)
 		if i%3 == 0 {
 			if _, err := stack.Service.Cancel(ctx, dockettype.Principal{Tenant: task.Tenant, Name: task.Author}, task.ID); err != nil {
@@ -86,9 +88,14 @@ func (fx *listFixture) expand(q string) string {
 
 var taskIDRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
+// workflowNameRE is the documented name syntax: a lowercase dotted
+// identifier of at most 128 bytes.
+var workflowNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
+
 // want is the documented answer to a list query: 400 for a malformed
 // query, an unknown or repeated parameter, a limit outside 1..500, an
-// unknown state or pool, or a cursor that is not a task ID; otherwise the
+// unknown state or pool, a workflow that is not a workflow's name, or a
+// cursor that is not a task ID; otherwise the
 // tenant's tasks matching the filters, older than the cursor, newest
 // first, one page.
 func (fx *listFixture) want(rawQuery string) (tasks []*dockettype.Task, next string, ok bool) {
@@ -97,7 +104,7 @@ func (fx *listFixture) want(rawQuery string) (tasks []*dockettype.Task, next str
 		return nil, "", false
 	}
 	for name, vs := range values {
-		if len(vs) != 1 || !slices.Contains([]string{"state", "pool", "limit", "after"}, name) {
+		if len(vs) != 1 || !slices.Contains([]string{"state", "pool", "workflow", "limit", "after"}, name) {
 			return nil, "", false
 		}
 	}
@@ -108,11 +115,14 @@ func (fx *listFixture) want(rawQuery string) (tasks []*dockettype.Task, next str
 		}
 	}
 	state, pool, after := dockettype.State(values.Get("state")), dockettype.Pool(values.Get("pool")), values.Get("after")
-	if state != "" && !state.Valid() || pool != "" && !pool.Valid() || after != "" && !taskIDRE.MatchString(after) {
+	workflow := values.Get("workflow")
+	if state != "" && !state.Valid() || pool != "" && !pool.Valid() || after != "" && !taskIDRE.MatchString(after) ||
+		workflow != "" && (len(workflow) > 128 || !workflowNameRE.MatchString(workflow)) {
 		return nil, "", false
 	}
 	for _, t := range fx.own {
-		if (state == "" || t.State == state) && (pool == "" || t.Pool == pool) && (after == "" || t.ID < after) {
+		if (state == "" || t.State == state) && (pool == "" || t.Pool == pool) && (workflow == "" || t.Workflow == workflow) &&
+			(after == "" || t.ID < after) {
 			tasks = append(tasks, t)
 		}
 	}

@@ -107,6 +107,8 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	do(get("/v1/tasks?state=succeeded&after=", s.Key), valid).wantStatus(t, http.StatusOK)
 	do(get("/v1/tasks?after=page-2", s.Key), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
 	do(get("/v1/tasks?limit=0", s.Key), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(get("/v1/tasks?workflow=demo.echo&state=succeeded&limit=1", s.Key), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/tasks?workflow=Demo.Echo", s.Key), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
 
 	// Batch: new, replay, conflict in one call; an invalid task alone; a
 	// malformed batch whole.

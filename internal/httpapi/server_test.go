@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -398,7 +399,33 @@ func TestListPagination(t *testing.T) {
 		t.Fatalf("empty list = %s", got)
 	}
 
-	for _, q := range []string{"limit=abc", "limit=0", "limit=501", "limit=-1", "state=done", "pool=batch", "sort=asc", "limit=1&limit=2"} {
+	// The workflow filter: one workflow's tasks, by its exact name.
+	fail := mustSubmit(t, s.URL, s.Key, "k-fail", `{"workflow":"demo.fail","input":{"code":"demo_failure"}}`)
+	newest := slices.Clone(ids)
+	slices.Reverse(newest)
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"workflow=demo.fail", []string{fail.ID}},
+		{"workflow=demo.echo&state=queued&pool=online", newest},
+		{"workflow=demo.echo&limit=2&after=" + ids[2], []string{ids[1], ids[0]}},
+		{"workflow=images.resize", nil},
+		{"workflow=", append([]string{fail.ID}, newest...)},
+	} {
+		var p page
+		call(t, s.URL, request{method: http.MethodGet, path: "/v1/tasks?" + c.query, key: s.Key}).decode(t, &p)
+		var got []string
+		for _, task := range p.Tasks {
+			got = append(got, task.ID)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("GET /v1/tasks?%s = %v, want %v", c.query, got, c.want)
+		}
+	}
+
+	for _, q := range []string{"limit=abc", "limit=0", "limit=501", "limit=-1", "state=done", "pool=batch", "sort=asc", "limit=1&limit=2",
+		"workflow=Demo.Echo", "workflow=demo.", "workflow=demo%20echo", "workflow=" + strings.Repeat("a", 129), "workflow=demo.echo&workflow=demo.fail"} {
 		r := call(t, s.URL, request{method: http.MethodGet, path: "/v1/tasks?" + q, key: s.Key})
 		r.wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
 	}

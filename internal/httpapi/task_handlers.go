@@ -114,15 +114,16 @@ func (s *server) get(w http.ResponseWriter, r *http.Request, p dockettype.Princi
 
 // list serves GET /v1/tasks: the tenant's tasks, newest first, one page.
 func (s *server) list(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
-	q, err := queryParams(r, "state", "pool", "limit", "after")
+	q, err := queryParams(r, "state", "pool", "workflow", "limit", "after")
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	req := &queue.ListRequest{
-		State: dockettype.State(q["state"]),
-		Pool:  dockettype.Pool(q["pool"]),
-		After: q["after"],
+		State:    dockettype.State(q["state"]),
+		Pool:     dockettype.Pool(q["pool"]),
+		Workflow: q["workflow"],
+		After:    q["after"],
 	}
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v)

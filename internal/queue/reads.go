@@ -80,19 +80,25 @@ func (s *Service) List(ctx context.Context, p dockettype.Principal, req *ListReq
 	if limit == 0 {
 		limit = 50
 	}
+	// A refused list is not a refused submission: these are not counted
+	// with the admission rejections.
+	invalid := func(msg string) error { return dockettype.NewError(dockettype.CodeInvalidRequest, msg) }
 	if limit < 0 || limit > 500 {
-		return nil, s.reject(dockettype.CodeInvalidRequest, "limit must be between 1 and 500", 0)
+		return nil, invalid("limit must be between 1 and 500")
 	}
 	if req.State != "" && !req.State.Valid() {
-		return nil, s.reject(dockettype.CodeInvalidRequest, "unknown state", 0)
+		return nil, invalid("unknown state")
 	}
 	if req.Pool != "" && !req.Pool.Valid() {
-		return nil, s.reject(dockettype.CodeInvalidRequest, `pool must be "online" or "offline"`, 0)
+		return nil, invalid(`pool must be "online" or "offline"`)
+	}
+	if req.Workflow != "" && !dockettype.ValidWorkflowName(req.Workflow) {
+		return nil, invalid("workflow must be a workflow's name: a lowercase dotted identifier (e.g. images.resize) of at most 128 bytes")
 	}
 	qctx, cancel := s.query(ctx)
 	defer cancel()
 	tasks, err := s.store.ListTasks(qctx, &store.ListTasksParams{
-		Tenant: p.Tenant, State: req.State, Pool: req.Pool, Limit: limit + 1, After: req.After,
+		Tenant: p.Tenant, State: req.State, Pool: req.Pool, Workflow: req.Workflow, Limit: limit + 1, After: req.After,
 	})
 	if err != nil {
 		return nil, s.storeFailure(ctx, "list_tasks", err)

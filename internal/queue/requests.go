@@ -31,10 +31,11 @@ type SubmitResult struct {
 
 // ListRequest filters and pages a tenant's tasks.
 type ListRequest struct {
-	State dockettype.State // optional
-	Pool  dockettype.Pool  // optional
-	Limit int              // 1..500; 0 means 50
-	After string           // the Next cursor of the previous page
+	State    dockettype.State // optional
+	Pool     dockettype.Pool  // optional
+	Workflow string           // optional: one workflow's tasks (its exact name)
+	Limit    int              // 1..500; 0 means 50
+	After    string           // the Next cursor of the previous page
 }
 
 // ListResult is one page of tasks.

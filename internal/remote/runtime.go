@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -164,16 +163,10 @@ var (
 	ErrInvalidName = errors.New("remote: invalid workflow name")
 )
 
-// nameRE is the workflow name syntax (as workflow.Registry's).
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
-
-// ValidName reports whether name can be a workflow's name.
-func ValidName(name string) bool { return len(name) <= 128 && nameRE.MatchString(name) }
-
 // Register creates or replaces a remote workflow and reports whether it
 // created it.
 func (r *Runtime) Register(ctx context.Context, now time.Time, reg Registration) (*Workflow, bool, error) {
-	if !ValidName(reg.Name) {
+	if !dockettype.ValidWorkflowName(reg.Name) {
 		return nil, false, ErrInvalidName
 	}
 	if _, ok := r.builtin.Pool(reg.Name); ok {

@@ -433,11 +433,12 @@ type GetTaskParams struct {
 
 // ListTasksParams filters and pages a tenant's tasks.
 type ListTasksParams struct {
-	Tenant string
-	State  dockettype.State // optional
-	Pool   dockettype.Pool  // optional
-	Limit  int
-	After  string // keyset cursor: the last task ID of the previous page
+	Tenant   string
+	State    dockettype.State // optional
+	Pool     dockettype.Pool  // optional
+	Workflow string           // optional: the exact workflow name
+	Limit    int
+	After    string // keyset cursor: the last task ID of the previous page
 }
 
 // DeleteFinishedParams bounds one retention batch.

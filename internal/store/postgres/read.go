@@ -21,10 +21,13 @@ func (b *Backend) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockett
 	return t, nil
 }
 
-// ListTasks pages the tenant's tasks, newest first. A state filter reads
-// the live rows (queued, running) or the results (terminal states) through
-// their own tenant index, so a page costs the same whatever the others
-// hold.
+// ListTasks pages the tenant's tasks, newest first. A workflow filter reads
+// the tenant's tasks of that workflow through their own index (tasks
+// (tenant, workflow, id)), a state filter then checked on each row, so a
+// page's cost does not grow with the tenant's other workflows. Without
+// one, a state filter reads the live rows (queued, running) or the results
+// (terminal states) through their own tenant index, so a page costs the
+// same whatever the others hold.
 func (b *Backend) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*dockettype.Task, error) {
 	var q strings.Builder
 	args := []any{p.Tenant}
@@ -34,6 +37,16 @@ func (b *Backend) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*d
 	}
 	idCol := "t.id"
 	switch {
+	case p.Workflow != "":
+		q.WriteString("SELECT " + listCols + ` FROM tasks t LEFT JOIN task_queue q ON q.id = t.id
+			LEFT JOIN task_results r ON r.task_id = t.id WHERE t.tenant = $1`)
+		arg("t.workflow =", p.Workflow)
+		switch {
+		case p.State.Terminal():
+			arg("r.state =", string(p.State))
+		case p.State != "":
+			arg("q.state =", string(p.State))
+		}
 	case p.State == "":
 		q.WriteString("SELECT " + listCols + ` FROM tasks t LEFT JOIN task_queue q ON q.id = t.id
 			LEFT JOIN task_results r ON r.task_id = t.id WHERE t.tenant = $1`)

@@ -18,14 +18,29 @@ func (s *Backend) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockett
 	return t, nil
 }
 
-// ListTasks pages the tenant's tasks, newest first. A state filter reads
-// the live rows (queued, running) or the results (terminal states) through
-// their own tenant index.
+// ListTasks pages the tenant's tasks, newest first. A workflow filter reads
+// the tenant's tasks of that workflow through their own index (tasks
+// (tenant, workflow, id)), a state filter then checked on each row, so a
+// page's cost does not grow with the tenant's other workflows. Without
+// one, a state filter reads the live rows (queued, running) or the results
+// (terminal states) through their own tenant index.
 func (s *Backend) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*dockettype.Task, error) {
 	var q strings.Builder
 	args := []any{p.Tenant}
 	idCol := "t.id"
 	switch {
+	case p.Workflow != "":
+		q.WriteString("SELECT " + listCols + ` FROM tasks t LEFT JOIN task_queue q ON q.id = t.id
+			LEFT JOIN task_results r ON r.task_id = t.id WHERE t.tenant = ? AND t.workflow = ?`)
+		args = append(args, p.Workflow)
+		switch {
+		case p.State.Terminal():
+			q.WriteString(" AND r.state = ?")
+			args = append(args, string(p.State))
+		case p.State != "":
+			q.WriteString(" AND q.state = ?")
+			args = append(args, string(p.State))
+		}
 	case p.State == "":
 		q.WriteString("SELECT " + listCols + ` FROM tasks t LEFT JOIN task_queue q ON q.id = t.id
 			LEFT JOIN task_results r ON r.task_id = t.id WHERE t.tenant = ?`)

@@ -105,6 +105,71 @@ func (su suite) testRead(t *testing.T) {
 		}
 	})
 
+	su.run(t, "ListTasksByWorkflow", func(t *testing.T, s store.Store) {
+		// Two workflows of tenant A admitted in turns, then tenant B's tasks
+		// of the same name: a workflow filter lists A's of that name only,
+		// newest first, with the state and pool filters and the cursor.
+		sleep := func(it *store.AdmitItem) { it.Workflow = "demo.sleep"; it.Pool = dockettype.PoolOffline }
+		var echo, slept []string
+		for i := range 3 {
+			now := at(time.Duration(i) * ms)
+			echo = append(echo, admitOne(t, s, now, newItem(tenantA)).ID)
+			if i < 2 {
+				slept = append(slept, admitN(t, s, now, tenantA, 1, sleep)[0].ID)
+			}
+		}
+		running := claim(t, s, at(time.Second), dockettype.PoolOnline, 1)
+		done := claim(t, s, at(time.Second), dockettype.PoolOffline, 1)
+		if len(running) != 1 || len(done) != 1 {
+			t.Fatalf("claimed %d online and %d offline tasks, want 1 and 1", len(running), len(done))
+		}
+		finishOne(t, s, at(2*time.Second), succeed(done[0].Lease()), true)
+		admitN(t, s, at(3*time.Second), tenantB, 2, sleep)
+		echoQueued := slices.DeleteFunc(slices.Clone(echo), func(id string) bool { return id == running[0].Task.ID })
+		sleepQueued := slices.DeleteFunc(slices.Clone(slept), func(id string) bool { return id == done[0].Task.ID })
+		for _, tc := range []struct {
+			name     string
+			workflow string
+			state    dockettype.State
+			pool     dockettype.Pool
+			want     []string
+		}{
+			{"echo", "demo.echo", "", "", echo},
+			{"sleep", "demo.sleep", "", "", slept},
+			{"sleep succeeded", "demo.sleep", dockettype.StateSucceeded, "", []string{done[0].Task.ID}},
+			{"sleep queued", "demo.sleep", dockettype.StateQueued, "", sleepQueued},
+			{"echo running", "demo.echo", dockettype.StateRunning, "", []string{running[0].Task.ID}},
+			{"echo queued online", "demo.echo", dockettype.StateQueued, dockettype.PoolOnline, echoQueued},
+			{"echo offline", "demo.echo", "", dockettype.PoolOffline, nil},
+			{"unknown workflow", "demo.nothing", "", "", nil},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				got := taskIDs(listTasks(t, s, &store.ListTasksParams{Tenant: tenantA, Workflow: tc.workflow, State: tc.state, Pool: tc.pool, Limit: 100}))
+				want := sorted(tc.want)
+				slices.Reverse(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("ListTasks(workflow %q, state %q, pool %q) = %v, want %v", tc.workflow, tc.state, tc.pool, got, want)
+				}
+			})
+		}
+
+		want := sorted(echo)
+		slices.Reverse(want)
+		var paged []string
+		after := ""
+		for range 3 {
+			page := listTasks(t, s, &store.ListTasksParams{Tenant: tenantA, Workflow: "demo.echo", Limit: 2, After: after})
+			if len(page) == 0 {
+				break
+			}
+			paged = append(paged, taskIDs(page)...)
+			after = page[len(page)-1].ID
+		}
+		if !slices.Equal(paged, want) {
+			t.Errorf("pages of demo.echo joined = %v,\nwant %v (no overlap, no gap, no other workflow)", paged, want)
+		}
+	})
+
 	su.run(t, "Stats", func(t *testing.T, s store.Store) {
 		admitN(t, s, at(0), tenantA, 3, nil)
 		admitN(t, s, at(0), tenantB, 2, func(it *store.AdmitItem) { it.Pool = dockettype.PoolOffline })
