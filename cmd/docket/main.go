@@ -57,6 +57,9 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   workflows register NAME --pool P
                         register a remote workflow (admin key); also list, remove NAME
   workers list          list the remote workers the nodes have seen (admin key)
+  schedules put NAME --tenant T --workflow W --cron EXPR
+                        create or replace a periodic schedule (admin key);
+                        also list, get, pause, resume, delete NAME
 measure:
   bench --db PATH|URL   measure a store in-process: --mode burn-down|continuous|http
   bench --url URL       measure a running server end to end
@@ -79,6 +82,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"rules":      rulesCmd,
 	"workflows":  workflowsCmd,
 	"workers":    workersCmd,
+	"schedules":  schedulesCmd,
 	"submit":     submitCmd,
 	"get":        getCmd,
 	"cancel":     cancelCmd,
