@@ -71,12 +71,28 @@ func (sc *ScheduleScheduler) tick(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A schedule whose fire fails for a reason of its own must not hold
+	// back the ones after it; an outage stops the tick.
+	var first error
 	for _, row := range due {
-		if err := sc.fireDue(ctx, row); err != nil {
+		err := sc.fireDue(ctx, row)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil || unreachable(err) {
 			return err
 		}
+		if first == nil {
+			first = err
+		}
 	}
-	return nil
+	return first
+}
+
+// unreachable reports whether err says the store could not be reached.
+func unreachable(err error) bool {
+	var de *dockettype.Error
+	return isTransient(err) || errors.As(err, &de) && de.Code == dockettype.CodeStoreUnavailable
 }
 
 // ScheduleKey is the idempotency key of a schedule's fire time.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/faultstore"
 )
 
 // withScheduleClock starts the harness's fake clock at start and ticks the
@@ -406,5 +407,40 @@ func TestScheduleAdmin(t *testing.T) {
 		if de, ok := err.(*dockettype.Error); !ok || de.Code != dockettype.CodeNotFound {
 			t.Errorf("%s of a deleted schedule: %v, want not_found", name, err)
 		}
+	}
+}
+
+// The store failing between a fire's two steps (admitted, not advanced:
+// what a node killed at that moment leaves) and for the due scan: the
+// fire time stays due, the next tick's fire of it is a replay of the same
+// task, and the schedule moves on once.
+func TestScheduleStoreFailures(t *testing.T) {
+	var fs *faultstore.Store
+	h := newHarness(t, withScheduleClock(baseTime, time.Second), withFaults(&fs))
+	ticked := h.watchScheduleTicks()
+	h.start()
+	await(t, "schedule tick", ticked)
+	h.putSchedule(everySecond("flaky"))
+
+	first := baseTime.Add(time.Second)
+	fs.Set("advance_schedule", faultstore.Fail(store.ErrUnavailable))
+	h.advanceTo(ticked, first)
+	if got := h.getSchedule("flaky"); got.Fired != 0 || !got.NextFireAt.Equal(first) {
+		t.Fatalf("after a failed advance: fired %d, next %s; want the fire time still due", got.Fired, got.NextFireAt)
+	}
+	fs.Set("advance_schedule", nil)
+	fs.Set("find_due_schedules", faultstore.Fail(store.ErrUnavailable))
+	h.advanceTo(ticked, baseTime.Add(2*time.Second))
+	fs.Set("find_due_schedules", nil)
+	h.advanceTo(ticked, baseTime.Add(3*time.Second))
+	wantFiredOnce(t, h.svc, "acme", "flaky", []time.Time{first, baseTime.Add(2 * time.Second), baseTime.Add(3 * time.Second)})
+	if got := h.getSchedule("flaky"); got.Fired != 3 || got.MissedFires != 0 {
+		t.Errorf("fired %d, missed %d; want 3, 0", got.Fired, got.MissedFires)
+	}
+	if n := testutil.ToFloat64(h.svc.metrics.ScheduleFires.WithLabelValues("replayed")); n != 1 {
+		t.Errorf("replayed fires = %v, want 1 (the fire whose advance failed)", n)
+	}
+	if n := testutil.ToFloat64(h.svc.metrics.SchedulerErrors.WithLabelValues("schedules")); n != 2 {
+		t.Errorf("failed schedule ticks = %v, want 2", n)
 	}
 }
