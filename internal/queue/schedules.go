@@ -93,14 +93,14 @@ func (s *Service) PutSchedule(ctx context.Context, req *ScheduleRequest) (*Sched
 			return s.scheduleView(sc, cs, nil), old == nil, nil
 		}
 	}
-	return nil, false, s.reject(dockettype.CodeStoreUnavailable, "the schedule kept changing while it was written; retry", 0)
+	return nil, false, dockettype.NewError(dockettype.CodeStoreUnavailable, "the schedule kept changing while it was written; retry")
 }
 
 // scheduleSpec validates a request: the name, the cron expression and
 // time zone, the options, and the workflow, which the runtime resolves as
 // for a submission.
 func (s *Service) scheduleSpec(ctx context.Context, req *ScheduleRequest) (*store.ScheduleSpec, *cronSchedule, error) {
-	invalid := func(msg string) error { return s.reject(dockettype.CodeInvalidRequest, msg, 0) }
+	invalid := func(msg string) error { return dockettype.NewError(dockettype.CodeInvalidRequest, msg) }
 	if !ValidScheduleName(req.Name) {
 		return nil, nil, invalid(fmt.Sprintf("a schedule name is 1 to %d characters of [a-z0-9._-]", MaxScheduleNameLen))
 	}
@@ -160,7 +160,7 @@ func (s *Service) scheduleSpec(ctx context.Context, req *ScheduleRequest) (*stor
 	if _, err := s.runtime.Resolve(ctx, req.Workflow); err != nil {
 		var de *dockettype.Error
 		if errors.As(err, &de) {
-			return nil, nil, s.reject(de.Code, de.Message, 0)
+			return nil, nil, dockettype.NewError(de.Code, de.Message)
 		}
 		return nil, nil, s.storeFailure(ctx, "resolve_workflow", err)
 	}
@@ -238,7 +238,7 @@ func (s *Service) setPaused(ctx context.Context, name string, paused bool) (*Sch
 		}
 		cs, err := parseCron(sc.Cron, sc.TimeZone)
 		if err != nil { // stored by PutSchedule, so it parsed then
-			return nil, s.reject(dockettype.CodeInternal, "the stored cron expression does not parse", 0)
+			return nil, dockettype.NewError(dockettype.CodeInternal, "the stored cron expression does not parse")
 		}
 		if sc.Paused == paused {
 			return s.scheduleView(sc, cs, nil), nil
@@ -258,7 +258,7 @@ func (s *Service) setPaused(ctx context.Context, name string, paused bool) (*Sch
 			return s.scheduleView(out, cs, nil), nil
 		}
 	}
-	return nil, s.reject(dockettype.CodeStoreUnavailable, "the schedule kept changing while it was written; retry", 0)
+	return nil, dockettype.NewError(dockettype.CodeStoreUnavailable, "the schedule kept changing while it was written; retry")
 }
 
 func (s *Service) readSchedule(ctx context.Context, name string) (*store.Schedule, error) {
