@@ -48,8 +48,11 @@ type Config struct {
 	// keep them forever. CleanerInterval is the cleaner's period (1m).
 	Retention       time.Duration
 	CleanerInterval time.Duration
-	DefaultTimeout  time.Duration // default 10m
-	ShutdownGrace   time.Duration // default 10s
+	// ScheduleInterval is the period of the scheduler that fires the
+	// periodic schedules (default 250ms).
+	ScheduleInterval time.Duration
+	DefaultTimeout   time.Duration // default 10m
+	ShutdownGrace    time.Duration // default 10s
 
 	MaxBodyBytes  int64 // default 1 MiB; also bounds each task of a batch
 	MaxBatchBytes int64 // body of POST /v1/tasks/batch; default 16 MiB

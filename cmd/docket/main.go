@@ -57,12 +57,15 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   workflows register NAME --pool P
                         register a remote workflow (admin key); also list, remove NAME
   workers list          list the remote workers the nodes have seen (admin key)
+  schedules put NAME --tenant T --workflow W --cron EXPR
+                        create or replace a periodic schedule (admin key);
+                        also list, get, pause, resume, delete NAME
 measure:
   bench --db PATH|URL   measure a store in-process: --mode burn-down|continuous|http
   bench --url URL       measure a running server end to end
   faultcheck --db PATH|URL
                         inject faults under load and check the guarantees:
-                        --scenario kill9|pg-restart|conn-reset|ambiguous-commit|pause|clock-skew|all
+                        --scenario kill9|pg-restart|conn-reset|ambiguous-commit|pause|clock-skew|sigterm|schedules|all
 other:
   version               print the version
   help [COMMAND]        show this help, or a command's
@@ -79,6 +82,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"rules":      rulesCmd,
 	"workflows":  workflowsCmd,
 	"workers":    workersCmd,
+	"schedules":  schedulesCmd,
 	"submit":     submitCmd,
 	"get":        getCmd,
 	"cancel":     cancelCmd,

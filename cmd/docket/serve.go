@@ -41,6 +41,7 @@ func serveFlags(fs *flag.FlagSet) *node.Config {
 	unlimitedDurationVar(fs, &cfg.Retention, "retention", defaults.Retention,
 		fmt.Sprintf("finished tasks older than this are deleted with their input, events, evidence and idempotency binding (%d: keep them)", unlimited))
 	durationVar(fs, &cfg.CleanerInterval, "cleaner-interval", defaults.CleanerInterval, "retention cleaner period")
+	durationVar(fs, &cfg.ScheduleInterval, "schedule-interval", defaults.ScheduleInterval, "period of the scheduler that fires the periodic schedules")
 	durationVar(fs, &cfg.ShutdownGrace, "shutdown-grace", defaults.ShutdownGrace, "how long shutdown lets running tasks finish")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", defaults.MaxBodyBytes, "largest request body, and largest task of a batch")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", defaults.MaxBatchBytes, "largest body of POST /v1/tasks/batch")

@@ -64,6 +64,12 @@ const (
 	RecoveryInterval   = 5 * time.Second
 	DeadlineInterval   = time.Second
 	CleanerInterval    = time.Minute
+	// ScheduleInterval is the schedule scheduler's period: a schedule's
+	// task is admitted within about that of its fire time.
+	ScheduleInterval = 250 * time.Millisecond
+	// ScheduleGrace is how late a fire time may be handled and still be
+	// on time; past it, the schedule's missed policy applies.
+	ScheduleGrace = 10 * time.Second
 	// Retention is how long finished tasks are kept.
 	Retention = 7 * 24 * time.Hour
 )

@@ -57,6 +57,9 @@ type CheckInput struct {
 	// from its database during the run: a lease recovered then was taken
 	// from a worker that was alive and heartbeating.
 	NodesStayUp bool
+	// Schedules are the periodic schedules the run fired (the schedules
+	// scenario), with their tasks.
+	Schedules []ScheduleView
 }
 
 // Anomaly kinds: each breaks a guarantee and fails the run.
@@ -77,12 +80,19 @@ const (
 	AnomalyCharged     = "attempt_charged"          // an execution numbered other than its claims say, or a lease a graceful stop left to lapse
 	AnomalyClaimLost   = "claim_lost"               // a claim that ran nothing and lapsed, in a run whose only faults were graceful stops
 	AnomalyNotRerun    = "released_not_rerun"       // a lease handed back at shutdown whose task never ran again
+	// AnomalyScheduleTwice: a schedule made two tasks for one fire time,
+	// or one for a time that is not its own (after its pause, off its
+	// cron expression).
+	AnomalyScheduleTwice = "schedule_fired_twice"
+	// AnomalyScheduleMissed: a schedule made no task for a fire time
+	// while a node and the database were up.
+	AnomalyScheduleMissed = "schedule_missed"
 )
 
 // anomalyKinds in the order reports print them.
 var anomalyKinds = []string{AnomalyLost, AnomalyDuplicated, AnomalyOverwritten, AnomalyStuck,
 	AnomalyLifecycle, AnomalyAdmission, AnomalyExecutions, AnomalyFence, AnomalyViews, AnomalyReplay, AnomalyLogLeak, AnomalyReservation,
-	AnomalyOutcomeLost, AnomalyCharged, AnomalyClaimLost, AnomalyNotRerun}
+	AnomalyOutcomeLost, AnomalyCharged, AnomalyClaimLost, AnomalyNotRerun, AnomalyScheduleTwice, AnomalyScheduleMissed}
 
 // Result is the checker's verdict on one run.
 type Result struct {
@@ -145,6 +155,10 @@ type Result struct {
 	// Limits are the bounds the peaks are checked against, by the same
 	// names (0: unbounded).
 	Limits map[string]int `json:"limits"`
+	// ScheduleFireTimes counts the fire times of the run's schedules in
+	// their windows; ScheduleFired those that made a task.
+	ScheduleFireTimes int `json:"schedule_fire_times,omitempty"`
+	ScheduleFired     int `json:"schedule_fired,omitempty"`
 
 	// Anomalies counts each kind (see Anomaly*); Examples gives a few of
 	// each, with task IDs.
@@ -198,6 +212,7 @@ var passes = []pass{
 	checkAttempts,
 	checkClaimsRun,
 	checkReleases,
+	checkSchedules,
 }
 
 // Check judges a run: the history of calls against what the database holds

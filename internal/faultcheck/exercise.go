@@ -111,14 +111,27 @@ func (r *rig) exercise(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the server logs: %w", err)
 	}
+	var scheds []ScheduleView
+	if sc, ok := r.sc.(scheduleScenario); ok {
+		if scheds, err = sc.collectSchedules(ctx, r, st); err != nil {
+			return fmt.Errorf("read the schedules: %w", err)
+		}
+	}
 	r.rep.Result = Check(&CheckInput{Ops: ops, Snapshot: Snapshot{Store: db, API: api}, Execs: execs,
-		Limits: r.limits, NodesStayUp: r.stayUp, Logs: logs, UnfinishedAtDrain: r.unfinished, DrainTimeout: r.opts.DrainTimeout, TenantInFlight: inFlight})
+		Limits: r.limits, NodesStayUp: r.stayUp, Logs: logs, UnfinishedAtDrain: r.unfinished, DrainTimeout: r.opts.DrainTimeout, TenantInFlight: inFlight,
+		Schedules: scheds})
 	verdict := "no anomaly"
 	if n := r.rep.Result.AnomalyCount(); n > 0 {
 		verdict = fmt.Sprintf("%d ANOMALIES", n)
 	}
 	r.progress("checked %d tasks: %s", r.rep.Result.Tasks, verdict)
 	return nil
+}
+
+// scheduleScenario is a scenario that runs periodic schedules: after the
+// drain it stops them and reads what they made, for checkSchedules.
+type scheduleScenario interface {
+	collectSchedules(ctx context.Context, r *rig, st store.Store) ([]ScheduleView, error)
 }
 
 // heal ends every fault: the scenario's own first (PostgreSQL started,

@@ -97,6 +97,10 @@ func WriteText(w io.Writer, reports []*Report) {
 				res.GracefulStops, res.FinishedInGrace, res.HandedBack)
 		}
 		row("peak in flight", "%s", formatPeaks(res.PeakInFlight, res.Limits))
+		if res.ScheduleFireTimes > 0 {
+			row("schedules", "%d fire times, %d with their task · fired twice %d · missed while up %d",
+				res.ScheduleFireTimes, res.ScheduleFired, res.Anomalies[AnomalyScheduleTwice], res.Anomalies[AnomalyScheduleMissed])
+		}
 		for _, f := range res.Findings {
 			row("FINDING", "%s", f)
 		}

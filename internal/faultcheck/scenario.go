@@ -51,6 +51,7 @@ var scenarios = []func() Scenario{
 	newPause,
 	newClockSkew,
 	newSigterm,
+	newSchedules,
 }
 
 // ScenarioAll selects every scenario.

@@ -73,6 +73,7 @@ func (s *server) adminRoutes() []route {
 	if s.node != nil {
 		routes = append(routes, route{http.MethodGet, "/v1/admin/stats", s.admin(s.stats)})
 	}
+	routes = append(routes, s.scheduleRoutes()...)
 	return append(routes, s.workflowRoutes()...)
 }
 

@@ -152,7 +152,7 @@ func TestAdminStats(t *testing.T) {
 				t.Errorf("scheduler %+v: inconsistent counters", sc)
 			}
 		}
-		if want := []string{"deadline", "heartbeat", "recovery", "workers"}; !slices.Equal(names, want) {
+		if want := []string{"deadline", "heartbeat", "recovery", "schedules", "workers"}; !slices.Equal(names, want) {
 			t.Errorf("schedulers = %v, want %v", names, want)
 		}
 	})

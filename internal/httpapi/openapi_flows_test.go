@@ -252,6 +252,48 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	do(request{method: http.MethodDelete, path: "/v1/admin/workflows/demo.echo", key: admin}, valid).wantError(t, http.StatusConflict, dockettype.CodeBuiltinWorkflow)
 	do(submitReq(s.Key, "remote-2", `{"workflow":"images.resize"}`), valid).wantError(t, http.StatusBadRequest, dockettype.CodeUnknownWorkflow)
 
+	// Schedules: create, replace, read, list, pause, resume, delete; a
+	// bad cron or time zone, an unknown workflow, an unknown member and a
+	// member key are refused.
+	sched := `{"tenant":"` + httpapitest.Tenant + `","workflow":"demo.echo","input":{"n":1},"cron":"0 9 * * MON-FRI","time_zone":"America/New_York","overlap":"skip","missed":"catch_up","catch_up_limit":3}`
+	made := do(put("/v1/admin/schedules/daily.report", admin, sched), valid)
+	made.wantStatus(t, http.StatusCreated)
+	var schedule struct {
+		NextFireTimes []time.Time `json:"next_fire_times"`
+		CatchUpLimit  int         `json:"catch_up_limit"`
+	}
+	made.decode(t, &schedule)
+	if len(schedule.NextFireTimes) != 5 || schedule.CatchUpLimit != 3 {
+		t.Errorf("created schedule = %s, want 5 next fire times and catch_up_limit 3", made.body)
+	}
+	do(put("/v1/admin/schedules/daily.report", admin, strings.Replace(sched, `"n":1`, `"n":2`, 1)), valid).wantStatus(t, http.StatusOK)
+	do(put("/v1/admin/schedules/bad.cron", admin, strings.Replace(sched, "0 9 * * MON-FRI", "at nine", 1)), valid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(put("/v1/admin/schedules/bad.zone", admin, strings.Replace(sched, "America/New_York", "Mars/Olympus", 1)), valid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(put("/v1/admin/schedules/bad.flow", admin, strings.Replace(sched, "demo.echo", "no.such", 1)), valid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeUnknownWorkflow)
+	do(put("/v1/admin/schedules/bad.member", admin, strings.Replace(sched, `"missed"`, `"author":"mallory","missed"`, 1)), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(put("/v1/admin/schedules/Bad%20Name", admin, sched), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(put("/v1/admin/schedules/daily.report", s.Key, sched), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+	do(get("/v1/admin/schedules", admin), valid).wantStatus(t, http.StatusOK)
+	one := do(get("/v1/admin/schedules/daily.report", admin), valid)
+	one.wantStatus(t, http.StatusOK)
+	if !strings.Contains(string(one.body), `"runs":[]`) || !strings.Contains(string(one.body), `"input":{"n":2}`) {
+		t.Errorf("schedule = %s, want its (empty) runs and the replaced input", one.body)
+	}
+	do(get("/v1/admin/schedules/missing", admin), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	paused := do(post("/v1/admin/schedules/daily.report/pause", admin, ""), valid)
+	paused.wantStatus(t, http.StatusOK)
+	if !strings.Contains(string(paused.body), `"paused":true`) || !strings.Contains(string(paused.body), `"next_fire_times":[]`) {
+		t.Errorf("paused schedule = %s", paused.body)
+	}
+	do(post("/v1/admin/schedules/daily.report/resume", admin, ""), valid).wantStatus(t, http.StatusOK)
+	do(post("/v1/admin/schedules/missing/resume", admin, ""), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	do(request{method: http.MethodDelete, path: "/v1/admin/schedules/daily.report", key: admin}, valid).wantStatus(t, http.StatusOK)
+	do(request{method: http.MethodDelete, path: "/v1/admin/schedules/daily.report", key: admin}, valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+
 	// 503: the store is down for the API's task calls.
 	httpapitest.FailTasks(fs, true)
 	do(get("/readyz", ""), valid).wantError(t, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)

@@ -17,7 +17,8 @@ func routeSet(t *testing.T) []string {
 	type anyNode struct{ NodeStats }
 	type anyRemote struct{ RemoteWorkers }
 	type anyWorkflows struct{ WorkflowAdmin }
-	s := newServer(nil, nil, Options{Admin: anyAdmin{}, Node: anyNode{}, Remote: anyRemote{}, Workflows: anyWorkflows{}})
+	type anySchedules struct{ ScheduleAdmin }
+	s := newServer(nil, nil, Options{Admin: anyAdmin{}, Node: anyNode{}, Remote: anyRemote{}, Workflows: anyWorkflows{}, Schedules: anySchedules{}})
 	var out []string
 	for _, rt := range s.routes() {
 		out = append(out, rt.method+" "+rt.path)

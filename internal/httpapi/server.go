@@ -120,6 +120,9 @@ type Options struct {
 	// Workflows, when set with Admin, serves the admin API's workflow
 	// routes (remote workflows).
 	Workflows WorkflowAdmin
+	// Schedules, when set with Admin, serves the admin API's schedule
+	// routes (periodic schedules).
+	Schedules ScheduleAdmin
 }
 
 // DefaultMaxWorkerWaits bounds the idle workers' claims held at once.
@@ -140,6 +143,7 @@ type server struct {
 	leaseTTL     time.Duration
 	remote       RemoteWorkers
 	workflows    WorkflowAdmin
+	schedules    ScheduleAdmin
 	log          *slog.Logger
 	metrics      *metrics.Metrics
 	clock        clockwork.Clock
@@ -205,6 +209,7 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		remote:       opts.Remote,
 		leaseTTL:     opts.LeaseTTL,
 		workflows:    opts.Workflows,
+		schedules:    opts.Schedules,
 		log:          opts.Logger.With("component", "http"),
 		metrics:      opts.Metrics,
 		clock:        opts.Clock,

@@ -41,6 +41,8 @@ type Metrics struct {
 	ClockOffset         prometheus.Gauge         // the database's clock minus this node's (clock sync)
 	HTTPConnections     prometheus.Gauge         // open client connections
 	RemoteWorkers       prometheus.Gauge         // remote workers this node answered within the lease TTL
+	ScheduleFires       *prometheus.CounterVec   // outcome (admitted|replayed|skipped|missed|refused|deferred)
+	ScheduleLag         prometheus.Observer      // fire time → admission of a schedule's task by this node
 
 	// Schedulers records the ticks of this node's schedulers (admin stats,
 	// docket_scheduler_lag_seconds).
@@ -97,7 +99,10 @@ func New() *Metrics {
 		WorkerLongPolls: gauge("worker_long_polls", "Claims of idle remote workers (POST /v1/worker/claim with wait_ms) being held."),
 		HTTPConnections: gauge("http_open_connections", "Open client connections (bounded by --max-connections)."),
 		RemoteWorkers:   gauge("remote_workers", "Remote workers this node answered within the lease TTL."),
-		Schedulers:      newSchedulerRuns(),
+		ScheduleFires:   counter("schedule_fires_total", "Fire times of periodic schedules handled by this node, by outcome (admitted, replayed, skipped: overlap, missed: dropped, refused: for good, deferred: a 429 tried again).", "outcome"),
+		ScheduleLag: histogram("schedule_fire_lag_seconds", "Time from a schedule's fire time to the admission of its task, for the tasks this node admitted.",
+			[]float64{.01, .025, .05, .1, .25, .5, .75, 1, 1.5, 2, 5, 10, 30, 60}).WithLabelValues(),
+		Schedulers: newSchedulerRuns(),
 	}
 	return m
 }

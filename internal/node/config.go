@@ -42,6 +42,7 @@ type Config struct {
 	DeadlineInterval  time.Duration
 	Retention         time.Duration
 	CleanerInterval   time.Duration
+	ScheduleInterval  time.Duration
 	DefaultTimeout    time.Duration
 	ShutdownGrace     time.Duration
 
@@ -120,6 +121,7 @@ func (c *Config) queueConfig(clock clockwork.Clock, m *metrics.Metrics) queue.Co
 		DeadlineInterval:  c.DeadlineInterval,
 		Retention:         c.Retention,
 		CleanerInterval:   c.CleanerInterval,
+		ScheduleInterval:  c.ScheduleInterval,
 		DefaultTimeout:    c.DefaultTimeout,
 		ShutdownGrace:     c.ShutdownGrace,
 		MaxResultBytes:    c.MaxResultBytes,

@@ -44,6 +44,15 @@ type Config struct {
 	Retention        time.Duration
 	CleanerInterval  time.Duration
 	DeadlineInterval time.Duration // default 1s
+	// ScheduleInterval is the period of the schedule scheduler, which
+	// fires the periodic schedules (default 250ms: a fire is admitted
+	// within about that of its time); ScheduleBatch bounds the due
+	// schedules one tick reads (default 100). ScheduleGrace is how late a
+	// fire time may be handled and still count as on time; later, it is
+	// missed, and the schedule's missed policy applies (default 10s).
+	ScheduleInterval time.Duration
+	ScheduleBatch    int
+	ScheduleGrace    time.Duration
 	PollInterval     time.Duration // fallback claim poll when idle; default 1s
 	// WorkerFlushInterval is how often the node writes the remote workers
 	// it saw to the store (GET /v1/admin/workers); default 2s.
@@ -118,6 +127,9 @@ func (c *Config) setDefaults() error {
 	} // < 0: Unlimited, no cleaner
 	setDur(&c.CleanerInterval, defaults.CleanerInterval)
 	setDur(&c.DeadlineInterval, defaults.DeadlineInterval)
+	setDur(&c.ScheduleInterval, defaults.ScheduleInterval)
+	setInt(&c.ScheduleBatch, 100)
+	setDur(&c.ScheduleGrace, defaults.ScheduleGrace)
 	setDur(&c.PollInterval, time.Second)
 	setDur(&c.WorkerFlushInterval, 2*time.Second)
 	setDur(&c.DefaultTimeout, defaults.DefaultTimeout)

@@ -2,7 +2,9 @@
 // transactionally, runs them on separate online and offline worker pools
 // through the Runtime interface, fences every worker write against the
 // worker's lease, and runs lease recovery, heartbeats and deadline
-// enforcement on three independent schedulers.
+// enforcement on three independent schedulers; further schedulers on the
+// same loop clean up finished work (cleaner.go) and fire the periodic
+// schedules (schedule_scheduler.go, with the admin calls in schedules.go).
 //
 // The core depends on two interfaces only: Store for persistence and
 // Runtime for execution. It imports no workflow, runtime or quality code:

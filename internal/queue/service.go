@@ -27,6 +27,7 @@ type Store interface {
 	ListEvidence(ctx context.Context, params *store.GetTaskParams) ([]dockettype.Evidence, error)
 	Ping(ctx context.Context) error
 	Fork(name string, opts store.ForkOptions) (store.Store, error)
+	store.Schedules
 }
 
 // Service is the ExecutionService: admission, reads and cancellation for the
@@ -70,7 +71,8 @@ type running struct {
 	recovery   *RecoveryScheduler
 	heartbeat  *HeartbeatScheduler
 	deadline   *DeadlineScheduler
-	cleaner    *Cleaner              // nil when Retention is Unlimited (< 0)
+	cleaner    *Cleaner // nil when Retention is Unlimited (< 0)
+	schedules  *ScheduleScheduler
 	listener   *notificationListener // nil when the store sends no notifications
 	clockSync  *clockSync            // nil unless Config.SyncClock
 	remote     store.Store           // the worker API's fork
@@ -147,7 +149,7 @@ func (s *Service) Start(ctx context.Context) error {
 	for _, p := range dockettype.Pools {
 		starts = append(starts, r.completers[p].Start, r.pools[p].Start)
 	}
-	starts = append(starts, r.recovery.Start, r.heartbeat.Start, r.deadline.Start)
+	starts = append(starts, r.recovery.Start, r.heartbeat.Start, r.deadline.Start, r.schedules.Start)
 	if r.cleaner != nil {
 		starts = append(starts, r.cleaner.Start)
 	}
@@ -255,6 +257,11 @@ func (s *Service) build() (*running, error) {
 	}
 	r.workers = newWorkerRegistryFlusher(base("workers"), sched(cfg.WorkerFlushInterval), f, s.workers, cfg.LeaseTTL,
 		s.metrics, &s.signals.workers)
+	if f, err = fork("schedules", one); err != nil {
+		return fail(err)
+	}
+	r.schedules = newScheduleScheduler(base("schedules"), sched(cfg.ScheduleInterval), cfg.ScheduleBatch, cfg.ScheduleGrace, f,
+		s.Submit, s.metrics, &s.signals.schedules)
 	if cfg.Retention > 0 {
 		if f, err = fork("cleaner", one); err != nil {
 			return fail(err)
@@ -284,6 +291,8 @@ func (s *Service) Stop() {
 // then their completers, which write what the workers handed over, then
 // the rest, and releases the forks.
 func (s *Service) stopAll(r *running) {
+	// A stopping node fires no more schedules (the other nodes do).
+	r.schedules.Stop()
 	var wg sync.WaitGroup
 	for _, p := range r.pools {
 		wg.Go(p.Stop)

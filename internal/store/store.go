@@ -24,6 +24,7 @@ type Store interface {
 	RuleSets
 	Workflows
 	Workers
+	Schedules
 
 	// Ping reports whether the database is reachable.
 	Ping(ctx context.Context) error

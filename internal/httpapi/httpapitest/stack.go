@@ -173,6 +173,9 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 	if api.Remote == nil {
 		api.Remote, api.Workflows, api.LeaseTTL = s.Service, remoteRT, s.Service.Config().LeaseTTL
 	}
+	if api.Schedules == nil {
+		api.Schedules = s.Service
+	}
 	if api.DefaultTenantLimit == 0 {
 		api.DefaultTenantLimit = defaults.Unlimited
 	}

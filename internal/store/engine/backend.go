@@ -35,6 +35,7 @@ type Plain interface {
 	store.RuleSets
 	store.Workflows
 	store.Workers
+	store.Schedules
 	FindExpiredLeases(ctx context.Context, params *store.FindExpiredLeasesParams) ([]store.ExpiredLease, error)
 	FindOverdue(ctx context.Context, params *store.FindOverdueParams) ([]store.OverdueTask, error)
 	Ping(ctx context.Context) error

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("RuleSets", su.testRuleSets)
 	t.Run("Fork", su.testFork)
 	t.Run("Remote", su.testRemote)
+	t.Run("Schedules", su.testSchedules)
 }
 
 type suite struct {
