@@ -10,6 +10,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/storefailure"
 )
 
 // Store is what the ExecutionService needs from persistence: the API's
@@ -42,6 +43,8 @@ type Service struct {
 	store   Store // the API's handle; pools and schedulers use forks
 	runtime Runtime
 	metrics *metrics.Metrics
+
+	failures storefailure.Reporter // the API's store errors, answered, counted and logged
 
 	leases   *leaseRegistry
 	waiters  *waiters
@@ -105,6 +108,7 @@ func New(st Store, rt Runtime, cfg Config) (*Service, error) {
 		workers:     newWorkerRegistry(),
 		signals:     &testSignals{},
 	}
+	s.failures = storefailure.Reporter{Log: s.log, Errors: cfg.Metrics.StoreErrors, RetryAfter: cfg.RetryAfter}
 	s.waiters = newWaiters()
 	s.admitter = newAdmitter(newBaseService(cfg.Logger, cfg.Clock, "admitter"), st, cfg.AdmitBatch, cfg.AdmitCommitters, cfg.QueryTimeout)
 	return s, nil
