@@ -43,6 +43,11 @@ type Config struct {
 	// cleaner. CleanerInterval is the cleaner's period; default 1m.
 	Retention        time.Duration
 	CleanerInterval  time.Duration
+	// VacuumInterval is how often the vacuum scheduler looks whether the
+	// live table needs a vacuum, on a store that vacuums
+	// (store.Vacuumer: PostgreSQL); default 5s, negative: never
+	// (autovacuum alone).
+	VacuumInterval time.Duration
 	DeadlineInterval time.Duration // default 1s
 	PollInterval     time.Duration // fallback claim poll when idle; default 1s
 	// WorkerFlushInterval is how often the node writes the remote workers
@@ -117,6 +122,9 @@ func (c *Config) setDefaults() error {
 		c.Retention = defaults.Retention
 	} // < 0: Unlimited, no cleaner
 	setDur(&c.CleanerInterval, defaults.CleanerInterval)
+	if c.VacuumInterval == 0 {
+		c.VacuumInterval = 5 * time.Second
+	}
 	setDur(&c.DeadlineInterval, defaults.DeadlineInterval)
 	setDur(&c.PollInterval, time.Second)
 	setDur(&c.WorkerFlushInterval, 2*time.Second)

@@ -74,6 +74,7 @@ type running struct {
 	heartbeat  *HeartbeatScheduler
 	deadline   *DeadlineScheduler
 	cleaner    *Cleaner              // nil when Retention is Unlimited (< 0)
+	vacuum     *VacuumScheduler      // nil unless the store vacuums (store.Vacuumer) and VacuumInterval > 0
 	listener   *notificationListener // nil when the store sends no notifications
 	clockSync  *clockSync            // nil unless Config.SyncClock
 	remote     store.Store           // the worker API's fork
@@ -154,6 +155,9 @@ func (s *Service) Start(ctx context.Context) error {
 	starts = append(starts, r.recovery.Start, r.heartbeat.Start, r.deadline.Start)
 	if r.cleaner != nil {
 		starts = append(starts, r.cleaner.Start)
+	}
+	if r.vacuum != nil {
+		starts = append(starts, r.vacuum.Start)
 	}
 	starts = append(starts, r.workers.Start)
 	if r.listener != nil {
@@ -265,6 +269,17 @@ func (s *Service) build() (*running, error) {
 		}
 		r.cleaner = newCleaner(base("cleaner"), sched(cfg.CleanerInterval), scan, cfg.Retention, f, s.metrics, &s.signals.cleaner)
 	}
+	if cfg.VacuumInterval > 0 {
+		if f, err = fork("vacuum", one); err != nil {
+			return fail(err)
+		}
+		if v, ok := f.(store.Vacuumer); ok {
+			r.vacuum = newVacuumScheduler(base("vacuum"), sched(cfg.VacuumInterval), v, s.metrics, &s.signals.vacuum)
+		} else { // the database keeps the table small on its own
+			r.forks = r.forks[:len(r.forks)-1]
+			_ = f.Close()
+		}
+	}
 	return r, nil
 }
 
@@ -302,6 +317,9 @@ func (s *Service) stopAll(r *running) {
 	r.deadline.Stop()
 	if r.cleaner != nil {
 		r.cleaner.Stop()
+	}
+	if r.vacuum != nil {
+		r.vacuum.Stop()
 	}
 	r.workers.Stop()
 	if r.listener != nil {

@@ -111,7 +111,7 @@ type claimSteps interface {
 	// in any order.
 	Take(queue store.Queue, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error)
 	// SetTenantQueues writes tenants' virtual times and ready counts after
-	// a claim.
+	// a claim, in the order given (the engine sorts them by tenant).
 	SetTenantQueues(queue store.Queue, rows []TenantQueue) error
 }
 

@@ -31,13 +31,18 @@ var (
 // New returns the store that runs the engine on b.
 func New(b Backend) *Store { return &Store{Plain: b, b: b, tenants: &sync.Map{}} }
 
-// Fork returns a store on a fork of the backend (its own connection budget).
+// Fork returns a store on a fork of the backend (its own connection budget):
+// a *VacuumingStore when the backend vacuums (store.Vacuumer).
 func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
 	f, err := s.b.Fork(name, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Plain: f, b: f, tenants: s.tenants}, nil
+	st := &Store{Plain: f, b: f, tenants: s.tenants}
+	if v, ok := f.(store.Vacuumer); ok {
+		return &VacuumingStore{Store: st, v: v}, nil
+	}
+	return st, nil
 }
 
 // Close closes the backend.

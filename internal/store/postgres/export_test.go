@@ -15,10 +15,3 @@ const (
 	LockLiveSQL = lockLiveSQL
 	EndSQL      = endSQL
 )
-
-// NotifyVacuums makes the store call vacuumed after each vacuum of the
-// live table.
-func NotifyVacuums(opts Options, vacuumed func()) Options {
-	opts.vacuumed = vacuumed
-	return opts
-}

@@ -23,12 +23,6 @@ type Options struct {
 	// connection's search_path, so that several Docket installations (or
 	// test runs) can share one database.
 	Schema string
-	// VacuumEvery is how often the store looks whether the live table
-	// needs a vacuum (see vacuum.go): 0 means every 5 s, a negative value
-	// never (autovacuum alone).
-	VacuumEvery time.Duration
-
-	vacuumed func() // test hook: called after each vacuum of the live table
 }
 
 // Open connects to the database at url, applies pending migrations and
@@ -47,7 +41,6 @@ type Backend struct {
 	pool   *pgxpool.Pool
 	schema string // the installation's schema ("" for the search path's first)
 	once   sync.Once
-	vacuum *vacuumer // the live table's vacuum loop; nil on forks
 }
 
 var _ engine.Backend = (*Backend)(nil)
@@ -79,12 +72,6 @@ func OpenBackend(ctx context.Context, url string, opts Options) (*Backend, error
 		pool.Close()
 		return nil, err
 	}
-	if opts.VacuumEvery == 0 {
-		opts.VacuumEvery = vacuumEvery
-	}
-	if opts.VacuumEvery > 0 {
-		b.startVacuum(opts.VacuumEvery, opts.vacuumed)
-	}
 	return b, nil
 }
 
@@ -110,10 +97,7 @@ func (b *Backend) Fork(name string, opts store.ForkOptions) (engine.Backend, err
 // Close closes this handle's connection pool, waiting for connections in
 // use to be returned.
 func (b *Backend) Close() error {
-	b.once.Do(func() {
-		b.stopVacuum()
-		b.pool.Close()
-	})
+	b.once.Do(b.pool.Close)
 	return nil
 }
 

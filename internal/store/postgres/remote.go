@@ -95,7 +95,7 @@ func (b *Backend) UpsertWorkers(ctx context.Context, workers []*store.Worker) er
 		slots, leases                     = make([]int32, n), make([]int32, n)
 		seen                              = make([]time.Time, n)
 	)
-	for i, w := range sortedBy(workers, func(w *store.Worker) string { return w.KeyID + "\x00" + w.ID }) {
+	for i, w := range workers { // in the engine's (key) order
 		names, err := json.Marshal(w.Workflows)
 		if err != nil {
 			return interpretError("upsert_workers", store.ErrInvalid)

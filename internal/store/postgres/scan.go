@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"cmp"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,10 +83,3 @@ type extraScanner struct {
 }
 
 func (e *extraScanner) Scan(dest ...any) error { return e.r.Scan(append(dest, e.extra...)...) }
-
-// sortedBy returns a sorted copy of v.
-func sortedBy[T any](v []T, key func(T) string) []T {
-	out := slices.Clone(v)
-	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
-	return out
-}

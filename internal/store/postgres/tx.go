@@ -403,12 +403,10 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 	return out, br.Close()
 }
 
-// SetTenantQueues applies the claim's charges and ready counts, one
-// row at a time in tenant order (one round trip), so that two claims
-// serving the same tenants lock them in the same order.
+// SetTenantQueues applies the claim's charges and ready counts, one row at
+// a time in the engine's (tenant) order, in one round trip.
 func (t *txn) SetTenantQueues(queue store.Queue, rows []engine.TenantQueue) error {
-	sorted := sortedBy(rows, func(r engine.TenantQueue) string { return r.Tenant })
-	for _, r := range sorted {
+	for _, r := range rows {
 		t.later(`UPDATE tenant_queues SET vtime = vtime + $3, queued = GREATEST(queued - $4, 0)
 			WHERE queue = $1 AND tenant = $2`, string(queue), r.Tenant, r.Charge, r.Taken)
 	}
