@@ -41,13 +41,13 @@ type Config struct {
 	// (with their input, events, evidence and idempotency binding);
 	// default 168h; defaults.Unlimited (< 0) keeps them and runs no
 	// cleaner. CleanerInterval is the cleaner's period; default 1m.
-	Retention        time.Duration
-	CleanerInterval  time.Duration
+	Retention       time.Duration
+	CleanerInterval time.Duration
 	// VacuumInterval is how often the vacuum scheduler looks whether the
 	// live table needs a vacuum, on a store that vacuums
 	// (store.Vacuumer: PostgreSQL); default 5s, negative: never
 	// (autovacuum alone).
-	VacuumInterval time.Duration
+	VacuumInterval   time.Duration
 	DeadlineInterval time.Duration // default 1s
 	PollInterval     time.Duration // fallback claim poll when idle; default 1s
 	// WorkerFlushInterval is how often the node writes the remote workers
