@@ -45,14 +45,3 @@ func (m *ErrorMap) Map(op string, err error) error {
 	}
 	return &store.DatabaseError{Op: op, Backend: m.Backend, Code: m.Code(err), Err: err}
 }
-
-// Busy marks the failure of a wait for a connection of a backend's pool:
-// when the wait ended with ctx's deadline, the database is not at fault
-// but saturated (store.ErrBusy); any other failure (the caller went away, a
-// connection could not be opened) is returned as it is.
-func Busy(ctx context.Context, err error) error {
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w: waiting for a connection: %w", store.ErrBusy, err)
-	}
-	return err
-}

@@ -16,19 +16,18 @@ import (
 // errorMap maps PostgreSQL's errors onto the store's (see engine.ErrorMap):
 // a lost connection or a transient refusal is ErrUnavailable; any other
 // database failure is a *store.DatabaseError carrying its SQLSTATE.
-var errorMap = engine.ErrorMap{
-	Backend:     store.BackendPostgres,
-	NoRows:      pgx.ErrNoRows,
-	Unavailable: unavailable,
-	Code: func(err error) string {
-		if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
-			return pe.Code
-		}
-		return ""
-	},
-}
+var errorMap = engine.ErrorMap{Backend: store.BackendPostgres, NoRows: pgx.ErrNoRows, Unavailable: unavailable, Code: sqlState}
 
 func interpretError(op string, err error) error { return errorMap.Map(op, err) }
+
+// sqlState is err's SQLSTATE, "" when PostgreSQL gave none.
+func sqlState(err error) string {
+	pe, _ := errors.AsType[*pgconn.PgError](err)
+	if pe == nil {
+		return ""
+	}
+	return pe.Code
+}
 
 // unavailable reports whether err means the database could not be reached
 // or refused the operation for a transient reason.

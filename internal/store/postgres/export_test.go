@@ -1,10 +1,12 @@
 package postgres
 
+import "github.com/docket-dev/docket/internal/store/engine"
+
 // The statements the scale test explains, as the store runs them.
 const (
 	TakeSQL        = takeSQL
-	FindExpiredSQL = findExpiredSQL
-	FindOverdueSQL = findOverdueSQL
+	FindExpiredSQL = engine.FindExpiredLeasesSQL
+	FindOverdueSQL = engine.FindOverdueSQL
 )
 
 // WritePlanSettings are the settings every write transaction runs under.

@@ -28,11 +28,7 @@ type Options struct {
 // Open connects to the database at url, applies pending migrations and
 // returns the store.
 func Open(ctx context.Context, url string, opts Options) (*engine.Store, error) {
-	b, err := OpenBackend(ctx, url, opts)
-	if err != nil {
-		return nil, err
-	}
-	return engine.New(b), nil
+	return engine.Open(OpenBackend(ctx, url, opts))
 }
 
 // Backend is the PostgreSQL engine.Backend.
@@ -101,22 +97,6 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// Ping checks that the database answers and holds Docket's schema.
-func (b *Backend) Ping(ctx context.Context) error {
-	var one int
-	err := b.pool.QueryRow(ctx, "SELECT 1 FROM counters LIMIT 1").Scan(&one)
-	return interpretError("ping", err)
-}
-
-// DatabaseTime returns the server's clock.
-func (b *Backend) DatabaseTime(ctx context.Context) (time.Time, error) {
-	var now time.Time
-	if err := b.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
-		return time.Time{}, interpretError("database_time", err)
-	}
-	return now.UTC(), nil
-}
-
 // txAttempts bounds how often a transaction that lost a deadlock or a
 // serialization conflict is run again.
 const txAttempts = 5
@@ -153,7 +133,7 @@ var writePlanSettings = []string{
 
 // pipelined runs one attempt of a Write transaction on one connection.
 func (b *Backend) pipelined(ctx context.Context, fn func(tx engine.Tx) error) (err error) {
-	conn, err := b.pool.Acquire(ctx)
+	conn, err := b.acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -186,7 +166,12 @@ func (b *Backend) pipelined(ctx context.Context, fn func(tx engine.Tx) error) (e
 // Write: for migrations and admin writes off the hot path.
 func (b *Backend) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	return b.retry(ctx, op, func() error {
-		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+		conn, err := b.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Release()
+		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
 	})
 }
 
@@ -215,11 +200,3 @@ func (b *Backend) retry(ctx context.Context, op string, attemptFn func() error) 
 
 // ts is a time as the store writes it: millisecond precision, UTC.
 func ts(t time.Time) time.Time { return t.Truncate(time.Millisecond).UTC() }
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}

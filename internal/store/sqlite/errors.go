@@ -20,16 +20,14 @@ const errDBClosed = "sql: database is closed"
 // errorMap maps SQLite's errors onto the store's (see engine.ErrorMap): a
 // lost handle, a busy or unreadable file is ErrUnavailable; any other
 // failure is a *store.DatabaseError carrying SQLite's extended result code.
-var errorMap = engine.ErrorMap{
-	Backend:     store.BackendSQLite,
-	NoRows:      sql.ErrNoRows,
-	Unavailable: unavailable,
-	Code: func(err error) string {
-		if se, ok := errors.AsType[*sqlite.Error](err); ok {
-			return strconv.Itoa(se.Code())
-		}
-		return ""
-	},
+var errorMap = engine.ErrorMap{Backend: store.BackendSQLite, NoRows: sql.ErrNoRows, Unavailable: unavailable, Code: resultCode}
+
+// resultCode is err's extended result code, "" when SQLite gave none.
+func resultCode(err error) string {
+	if se, ok := errors.AsType[*sqlite.Error](err); ok {
+		return strconv.Itoa(se.Code())
+	}
+	return ""
 }
 
 func interpretError(op string, err error) error { return errorMap.Map(op, err) }
