@@ -69,12 +69,17 @@ func Busy(ctx context.Context, err error, saturated bool) error {
 	return err
 }
 
-// all runs a query and scans each of its rows; none is an empty slice.
+// all runs a query and scans each of its rows (see Collect).
 func all[T any](q Querier, scan func(Row) (T, error), sql string, args ...any) ([]T, error) {
 	rows, err := q.Query(sql, args...)
 	if err != nil {
 		return nil, err
 	}
+	return Collect(rows, scan)
+}
+
+// Collect scans each of rows and closes them; no row is an empty slice.
+func Collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
 	defer rows.Close()
 	out := []T{}
 	for rows.Next() {
@@ -111,18 +116,20 @@ func scanInto(dest ...any) func(Row) (struct{}, error) {
 
 // read runs f on a read connection of b.
 func read[T any](ctx context.Context, b Backend, op string, f func(q Querier) (T, error)) (T, error) {
-	var out T
-	err := b.Read(ctx, op, func(q Querier) (err error) {
-		out, err = f(q)
-		return err
-	})
-	return out, err
+	return on(ctx, b.Read, op, f)
 }
 
 // update runs f in a plain write transaction of b.
 func update[T any](ctx context.Context, b Backend, op string, f func(q Querier) (T, error)) (T, error) {
+	return on(ctx, b.Update, op, f)
+}
+
+// on runs f on the connection that run (Backend.Read or Backend.Update)
+// holds, and returns what f made of it.
+func on[T any](ctx context.Context, run func(context.Context, string, func(Querier) error) error, op string,
+	f func(q Querier) (T, error)) (T, error) {
 	var out T
-	err := b.Update(ctx, op, func(q Querier) (err error) {
+	err := run(ctx, op, func(q Querier) (err error) {
 		out, err = f(q)
 		return err
 	})

@@ -74,17 +74,9 @@ func (t *txn) insertRows(prefix, suffix string, width int, rows [][]any) error {
 	return nil
 }
 
+// collect scans each of rows and closes them (see engine.Collect).
 func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return engine.Collect(sqlRows{rows}, func(engine.Row) (T, error) { return scan(rows) })
 }
 
 func scanString(r *sql.Rows) (string, error) {
