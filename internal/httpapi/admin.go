@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/docket-dev/docket/internal/auth"
 	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/storefailure"
 	"github.com/docket-dev/docket/internal/tenantlimits"
 )
 
@@ -77,30 +77,17 @@ func (s *server) adminRoutes() []route {
 	return append(routes, s.workflowRoutes()...)
 }
 
-// adminStoreError turns a store error of an admin call into an answer:
-// a *dockettype.Error passes through, a refused parameter or a database
-// error that is not an outage is internal, and anything else is
-// store_unavailable. Each is counted and logged by code only.
+// storeBusyRetryAfter is the Retry-After of a request refused because every
+// connection of the store was in use (too_many_requests).
+const storeBusyRetryAfter = time.Second
+
+// adminStoreError turns a store error of an admin call, made as the store
+// operation op, into an answer (see storefailure.Reporter): a
+// *dockettype.Error passes through, a busy store is too_many_requests, a
+// refused parameter or a database error that is not an outage is internal,
+// and anything else is store_unavailable. Each is counted and logged by
+// code only.
 func (s *server) adminStoreError(ctx context.Context, op string, err error) error {
-	var de *dockettype.Error
-	switch {
-	case errors.As(err, &de):
-		return de
-	case ctx.Err() != nil:
-		return ctx.Err()
-	}
-	s.metrics.StoreErrors.WithLabelValues(op).Inc()
-	if store.DatabaseCode(err) != "" {
-		// A refusal that retrying cannot fix: a bug must not look like an
-		// outage. Its code is logged (a SQLSTATE, a SQLite result code);
-		// its text never is.
-		s.log.ErrorContext(ctx, "store refused the operation", "code", dockettype.CodeInternal, "op", op, "db_code", store.DatabaseLogCode(err))
-		return dockettype.NewError(dockettype.CodeInternal, internalMessage)
-	}
-	if errors.Is(err, store.ErrInvalid) {
-		s.log.ErrorContext(ctx, "store refused invalid params", "code", dockettype.CodeInternal, "op", op)
-		return dockettype.NewError(dockettype.CodeInternal, internalMessage)
-	}
-	s.log.WarnContext(ctx, "store operation failed", "code", dockettype.CodeStoreUnavailable, "op", op)
-	return dockettype.NewError(dockettype.CodeStoreUnavailable, "the store is unavailable; retry later")
+	r := storefailure.Reporter{Log: s.log, Errors: s.metrics.StoreErrors, RetryAfter: storeBusyRetryAfter}
+	return r.Error(ctx, op, err)
 }

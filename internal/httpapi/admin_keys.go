@@ -104,7 +104,7 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request, _ dockettype.
 	ctx := r.Context()
 	now := s.clock.Now()
 	if _, err := s.adminStore.EnsureTenant(ctx, &store.EnsureTenantParams{Now: now, ID: tenant, DefaultMaxInFlight: s.tenantLimit}); err != nil {
-		writeError(w, r, s.adminStoreError(ctx, "admin_keys", err))
+		writeError(w, r, s.adminStoreError(ctx, "ensure_tenant", err))
 		return
 	}
 	var (
@@ -117,7 +117,7 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request, _ dockettype.
 		key, k, err = auth.CreateKey(ctx, s.adminStore, now, tenant, principal, dockettype.Role(role))
 	}
 	if err != nil {
-		writeError(w, r, s.adminStoreError(ctx, "admin_keys", err))
+		writeError(w, r, s.adminStoreError(ctx, "create_api_key", err))
 		return
 	}
 	s.log.InfoContext(ctx, "api key created", "key_id", k.ID, "tenant", k.Tenant, "role", k.Role)
@@ -141,7 +141,7 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request, _ dockettype.P
 	}
 	keys, err := s.adminStore.ListAPIKeys(r.Context(), tenant)
 	if err != nil {
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_keys", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "list_api_keys", err))
 		return
 	}
 	out := keysBody{Keys: make([]keyBody, len(keys))}
@@ -178,7 +178,7 @@ func (s *server) revokeKey(w http.ResponseWriter, r *http.Request, _ dockettype.
 		writeError(w, r, notFound)
 		return
 	case err != nil:
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_keys", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "revoke_api_key", err))
 		return
 	}
 	if f, ok := s.authn.(keyForgetter); ok {

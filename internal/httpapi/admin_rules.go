@@ -29,7 +29,7 @@ func (s *server) listRuleSets(w http.ResponseWriter, r *http.Request, _ docketty
 	}
 	rs, err := s.adminStore.ListRuleSets(r.Context())
 	if err != nil {
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_rules", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "list_rule_sets", err))
 		return
 	}
 	writeJSON(w, r, http.StatusOK, ruleSetsBody{RuleSets: ruleSetsOf(rs)})

@@ -48,7 +48,7 @@ func (s *server) stats(w http.ResponseWriter, r *http.Request, _ dockettype.Prin
 	}
 	st, err := s.adminStore.Stats(r.Context())
 	if err != nil {
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_stats", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "stats", err))
 		return
 	}
 	cfg := s.node.Config()

@@ -42,7 +42,7 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request, _ dockettyp
 	}
 	ts, err := s.adminStore.ListTenants(r.Context())
 	if err != nil {
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_tenants", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "list_tenants", err))
 		return
 	}
 	writeJSON(w, r, http.StatusOK, tenantsBody{Tenants: tenantsOf(ts)})
@@ -80,7 +80,7 @@ func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettyp
 	}
 	t, err := tenantlimits.Apply(r.Context(), s.adminStore, change)
 	if err != nil {
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_tenants", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "update_tenant", err))
 		return
 	}
 	writeJSON(w, r, http.StatusOK, tenantOf(t))

@@ -46,7 +46,7 @@ func (s *server) listWorkflows(w http.ResponseWriter, r *http.Request, _ dockett
 	}
 	list, err := s.workflows.List(r.Context())
 	if err != nil {
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_workflows", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "list_workflows", err))
 		return
 	}
 	writeJSON(w, r, http.StatusOK, workflowsBody{Workflows: list})
@@ -111,7 +111,7 @@ func (s *server) putWorkflow(w http.ResponseWriter, r *http.Request, _ dockettyp
 		writeError(w, r, dockettype.NewError(dockettype.CodeBuiltinWorkflow, "this name is a workflow compiled into the server"))
 		return
 	case err != nil:
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_workflows", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "put_workflow", err))
 		return
 	}
 	s.log.InfoContext(r.Context(), "remote workflow registered", "workflow", wf.Name, "pool", wf.Pool)
@@ -135,7 +135,7 @@ func (s *server) deleteWorkflow(w http.ResponseWriter, r *http.Request, _ docket
 		writeError(w, r, dockettype.NewError(dockettype.CodeNotFound, "no such remote workflow"))
 		return
 	case err != nil:
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_workflows", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "delete_workflow", err))
 		return
 	}
 	s.log.InfoContext(r.Context(), "remote workflow removed", "workflow", name)
@@ -174,7 +174,7 @@ func (s *server) listWorkers(w http.ResponseWriter, r *http.Request, _ dockettyp
 	now := s.clock.Now()
 	ws, err := s.adminStore.ListWorkers(r.Context(), now.Add(-listedWorkersAge))
 	if err != nil {
-		writeError(w, r, s.adminStoreError(r.Context(), "admin_workers", err))
+		writeError(w, r, s.adminStoreError(r.Context(), "list_workers", err))
 		return
 	}
 	out := workersBody{Workers: make([]workerBody, len(ws))}

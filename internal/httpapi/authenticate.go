@@ -56,9 +56,9 @@ func (s *server) withKey(h principalHandler) http.HandlerFunc {
 			writeClientGone(w, r)
 			return
 		default:
-			// The key store could not answer. Its error text stays here.
-			s.metrics.StoreErrors.WithLabelValues("authenticate").Inc()
-			writeError(w, r, dockettype.NewError(dockettype.CodeStoreUnavailable, "the key store is unavailable; retry later"))
+			// The key store could not answer (503, or 429 when busy). Its
+			// error text stays here.
+			writeError(w, r, s.adminStoreError(r.Context(), "lookup_api_key", err))
 			return
 		}
 		if info := infoFrom(r.Context()); info != nil {

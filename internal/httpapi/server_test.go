@@ -579,8 +579,8 @@ func TestStoreUnavailable(t *testing.T) {
 	r := call(t, s.URL, request{method: http.MethodGet, path: "/v1/tasks/" + task.ID, key: s.Key})
 	r.wantError(t, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)
 	assertNoLeak(t, r.body)
-	if n := testutil.ToFloat64(s.Metrics.StoreErrors.WithLabelValues("authenticate")); n != 1 {
-		t.Errorf("store_errors_total{authenticate} = %v, want 1", n)
+	if n := testutil.ToFloat64(s.Metrics.StoreErrors.WithLabelValues("lookup_api_key")); n != 1 {
+		t.Errorf("store_errors_total{lookup_api_key} = %v, want 1 (the store operation; authenticate before)", n)
 	}
 
 	// Back to normal: nothing was admitted during the outage.

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/docket-dev/docket/internal/startstop"
@@ -15,10 +16,13 @@ type admitStore interface {
 }
 
 // admitter group-commits concurrent submissions: it takes whatever requests
-// are waiting (up to AdmitBatch) and admits them in one store transaction.
-// A lone request is admitted at once; under load one commit serves many.
-// With several committers (a database that takes concurrent writers), the
-// next batch gathers and begins while the previous one commits.
+// are waiting (up to AdmitBatch items) and admits them in one store
+// transaction. A request is a group of items (one Submit's, or a
+// SubmitBatch's valid items) that is never split: its items are admitted
+// in order, in one transaction, or none is. A lone request is admitted at
+// once; under load one commit serves many. With several committers (a
+// database that takes concurrent writers), the next batch gathers and
+// begins while the previous one commits.
 type admitter struct {
 	baseService
 	store        admitStore
@@ -28,17 +32,20 @@ type admitter struct {
 }
 
 type admitRequest struct {
-	ctx  context.Context
-	item *store.AdmitItem
-	done chan admitResponse
+	ctx   context.Context
+	items []*store.AdmitItem
+	done  chan admitResponse
 }
 
 type admitResponse struct {
-	res store.AdmitResult
+	res []store.AdmitResult // one per item, in order
 	err error
 }
 
-var errNotRunning = errors.New("queue: service is not running")
+var (
+	errNotRunning  = errors.New("queue: service is not running")
+	errResultCount = fmt.Errorf("admit: %w: not one result per item", store.ErrInvalid)
+)
 
 func newAdmitter(base baseService, st admitStore, batch, committers int, queryTimeout time.Duration) *admitter {
 	return &admitter{baseService: base, store: st, queryTimeout: queryTimeout,
@@ -61,53 +68,51 @@ func (a *admitter) Stop() {
 	}
 }
 
-// admit queues one item and waits for its outcome. When the service is not
-// running it admits directly.
-func (a *admitter) admit(ctx context.Context, item *store.AdmitItem) (store.AdmitResult, error) {
+// admit queues a group of items and waits for their outcomes, one per item
+// in order. When the service is not running it admits them directly.
+func (a *admitter) admit(ctx context.Context, items []*store.AdmitItem) ([]store.AdmitResult, error) {
 	if !a.loops[0].Running() {
-		return a.direct(ctx, item)
+		return a.direct(ctx, items)
 	}
-	req := &admitRequest{ctx: ctx, item: item, done: make(chan admitResponse, 1)}
+	req := &admitRequest{ctx: ctx, items: items, done: make(chan admitResponse, 1)}
 	select {
 	case a.in <- req:
 	case <-ctx.Done():
-		return store.AdmitResult{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 	select {
 	case r := <-req.done:
 		return r.res, r.err
 	case <-ctx.Done():
 		// The batch may still commit; the client retries with its key.
-		return store.AdmitResult{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
-func (a *admitter) direct(ctx context.Context, item *store.AdmitItem) (store.AdmitResult, error) {
+func (a *admitter) direct(ctx context.Context, items []*store.AdmitItem) ([]store.AdmitResult, error) {
 	qctx, cancel := context.WithTimeout(ctx, a.queryTimeout)
 	defer cancel()
-	res, err := a.store.Admit(qctx, &store.AdmitParams{Now: a.clock.Now(), Items: []*store.AdmitItem{item}})
-	if err != nil {
-		return store.AdmitResult{}, err
-	}
-	return res[0], nil
+	return a.store.Admit(qctx, &store.AdmitParams{Now: a.clock.Now(), Items: items})
 }
 
 func (a *admitter) run(ctx context.Context) {
-	batch := make([]*admitRequest, 0, cap(a.in))
+	limit := cap(a.in) // items per transaction; a larger group still goes whole
+	batch := make([]*admitRequest, 0, limit)
 	for {
 		batch = batch[:0]
+		var n int
 		select {
 		case <-ctx.Done():
 			a.drain(errNotRunning)
 			return
 		case r := <-a.in:
-			batch = append(batch, r)
+			batch, n = append(batch, r), len(r.items)
 		}
 	fill:
-		for len(batch) < cap(batch) {
+		for n < limit {
 			select {
 			case r := <-a.in:
-				batch = append(batch, r)
+				batch, n = append(batch, r), n+len(r.items)
 			default:
 				break fill
 			}
@@ -124,7 +129,7 @@ func (a *admitter) commit(batch []*admitRequest) {
 			r.done <- admitResponse{err: r.ctx.Err()}
 			continue
 		}
-		items = append(items, r.item)
+		items = append(items, r.items...)
 		live = append(live, r)
 	}
 	if len(items) == 0 {
@@ -133,12 +138,17 @@ func (a *admitter) commit(batch []*admitRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.queryTimeout)
 	defer cancel()
 	res, err := a.store.Admit(ctx, &store.AdmitParams{Now: a.clock.Now(), Items: items})
-	for i, r := range live {
+	if err == nil && len(res) != len(items) {
+		err = errResultCount
+	}
+	for _, r := range live {
 		if err != nil {
 			r.done <- admitResponse{err: err}
 			continue
 		}
-		r.done <- admitResponse{res: res[i]}
+		// Each group's results are the next len(r.items), in its order.
+		r.done <- admitResponse{res: res[:len(r.items):len(r.items)]}
+		res = res[len(r.items):]
 	}
 }
 

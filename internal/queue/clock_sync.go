@@ -10,6 +10,7 @@ import (
 
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/startstop"
+	"github.com/docket-dev/docket/internal/storefailure"
 )
 
 // databaseClock is the store call the clock sync makes.
@@ -57,7 +58,9 @@ func (s *clockSync) sample(ctx context.Context) bool {
 	db, err := s.store.DatabaseTime(qctx)
 	after := s.baseService.clock.Now()
 	if err != nil || after.Sub(before) > maxSampleRTT {
-		s.metrics.StoreErrors.WithLabelValues("clock_sync").Inc()
+		// A sample too slow to use counts as a failed read of the
+		// database's clock.
+		storefailure.Count(s.metrics.StoreErrors, "database_time", err)
 		return false
 	}
 	offset := db.Sub(before.Add(after.Sub(before) / 2))

@@ -156,8 +156,8 @@ func TestClockSyncAtStartRetriesUnusableSamples(t *testing.T) {
 	if got := s.clock.Now().Sub(db.clock.Now()); got != -30*time.Second {
 		t.Fatalf("offset %v, want -30s", got)
 	}
-	if got := testutil.ToFloat64(s.metrics.StoreErrors.WithLabelValues("clock_sync")); got != 2 {
-		t.Fatalf("clock_sync store errors %v, want 2", got)
+	if got := testutil.ToFloat64(s.metrics.StoreErrors.WithLabelValues("database_time")); got != 2 {
+		t.Fatalf("database_time store errors %v, want 2 (the store operation; clock_sync before)", got)
 	}
 
 	down := &slowDatabaseClock{clock: clockwork.NewFakeClock(), failing: true}

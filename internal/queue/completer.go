@@ -11,6 +11,7 @@ import (
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/startstop"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/storefailure"
 )
 
 // finisher is the store call a completer makes.
@@ -211,19 +212,18 @@ func (c *completer) apply(ctx context.Context, items []*finishRequest) (retry []
 	case err == nil:
 		return nil
 	case isTransient(err):
-		c.metrics.StoreErrors.WithLabelValues("finish").Inc()
-		c.log.WarnContext(ctx, "finish failed; will retry", "code", dockettype.CodeStoreUnavailable, "batch", len(items))
+		storefailure.Count(c.metrics.StoreErrors, "finish", err)
+		c.log.WarnContext(ctx, "finish failed; will retry", append(storefailure.Attrs(err), "batch", len(items))...)
 		return items
 	case len(items) == 1:
-		c.metrics.StoreErrors.WithLabelValues("finish").Inc()
-		c.log.ErrorContext(ctx, "finish refused an outcome; dropped, its lease will lapse", "code", dockettype.CodeInternal,
-			"db_code", store.DatabaseLogCode(err), "task_id", items[0].item.TaskID, "trace_id", items[0].traceID)
+		storefailure.Count(c.metrics.StoreErrors, "finish", err)
+		c.log.ErrorContext(ctx, "finish refused an outcome; dropped, its lease will lapse",
+			append(storefailure.Attrs(err), "task_id", items[0].item.TaskID, "trace_id", items[0].traceID)...)
 		c.drop(items[0], "invalid")
 		return nil
 	default:
-		c.metrics.StoreErrors.WithLabelValues("finish").Inc()
-		c.log.WarnContext(ctx, "finish refused a batch; splitting it", "code", dockettype.CodeInternal,
-			"db_code", store.DatabaseLogCode(err), "batch", len(items))
+		storefailure.Count(c.metrics.StoreErrors, "finish", err)
+		c.log.WarnContext(ctx, "finish refused a batch; splitting it", append(storefailure.Attrs(err), "batch", len(items))...)
 		half := len(items) / 2
 		left := c.apply(ctx, items[:half])
 		right := c.apply(ctx, items[half:])
@@ -294,5 +294,5 @@ func (c *completer) drop(r *finishRequest, reason string) {
 // database is down, busy or slow). Anything else is a refusal that
 // retrying cannot fix.
 func isTransient(err error) bool {
-	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrBusy) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -41,8 +41,13 @@ type Config struct {
 	// (with their input, events, evidence and idempotency binding);
 	// default 168h; defaults.Unlimited (< 0) keeps them and runs no
 	// cleaner. CleanerInterval is the cleaner's period; default 1m.
-	Retention        time.Duration
-	CleanerInterval  time.Duration
+	Retention       time.Duration
+	CleanerInterval time.Duration
+	// VacuumInterval is how often the vacuum scheduler looks whether the
+	// live table needs a vacuum, on a store that vacuums
+	// (store.Vacuumer: PostgreSQL); default 5s, negative: never
+	// (autovacuum alone).
+	VacuumInterval   time.Duration
 	DeadlineInterval time.Duration // default 1s
 	// ScheduleInterval is the period of the schedule scheduler, which
 	// fires the periodic schedules (default 250ms: a fire is admitted
@@ -126,6 +131,9 @@ func (c *Config) setDefaults() error {
 		c.Retention = defaults.Retention
 	} // < 0: Unlimited, no cleaner
 	setDur(&c.CleanerInterval, defaults.CleanerInterval)
+	if c.VacuumInterval == 0 {
+		c.VacuumInterval = 5 * time.Second
+	}
 	setDur(&c.DeadlineInterval, defaults.DeadlineInterval)
 	setDur(&c.ScheduleInterval, defaults.ScheduleInterval)
 	setInt(&c.ScheduleBatch, 100)

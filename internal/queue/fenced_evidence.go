@@ -10,6 +10,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/storefailure"
 )
 
 // evidenceAppender is the store call evidence writes make.
@@ -50,8 +51,8 @@ func (e *fencedEvidence) WriteEvidence(ctx context.Context, items []dockettype.E
 		// store's for the worker's classification.
 		return fmt.Errorf("write evidence: %w: %w", dockettype.ErrLeaseLost, store.ErrStaleLease)
 	case err != nil:
-		e.metrics.StoreErrors.WithLabelValues("append_evidence").Inc()
-		e.log.WarnContext(ctx, "evidence write failed", append(storeErrorAttrs(err), "task_id", e.lease.TaskID)...)
+		storefailure.Count(e.metrics.StoreErrors, "append_evidence", err)
+		e.log.WarnContext(ctx, "evidence write failed", append(storefailure.Attrs(err), "task_id", e.lease.TaskID)...)
 		return fmt.Errorf("write evidence: %w: %w", dockettype.ErrEvidenceUnavailable, store.ErrUnavailable)
 	}
 	return nil

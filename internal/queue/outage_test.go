@@ -173,7 +173,7 @@ func TestDatabaseRefusalIsInternalNotAnOutage(t *testing.T) {
 	h := newHarness(t, withFaults(&fs))
 	h.start()
 	secret := "duplicate key value violates unique constraint " + logtest.Canary
-	fs.Set("admit", faultstore.Fail(&store.DatabaseError{Op: "admit", Code: "SQLSTATE 23505", Err: errors.New(secret)}))
+	fs.Set("admit", faultstore.Fail(&store.DatabaseError{Op: "admit", Backend: store.BackendPostgres, Code: "23505", Err: errors.New(secret)}))
 	_, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: "k", Workflow: "test.echo"})
 	var de *dockettype.Error
 	if !errors.As(err, &de) || de.Code != dockettype.CodeInternal {

@@ -10,6 +10,7 @@ import (
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/startstop"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/storefailure"
 )
 
 // claimer is the store call a pool's claim loop makes.
@@ -166,8 +167,8 @@ func (p *pool) run(ctx context.Context) {
 			// A claim cut short by Stop is no store error; any other is,
 			// even one that comes back while stopping.
 			if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
-				p.metrics.StoreErrors.WithLabelValues("claim").Inc()
-				p.log.WarnContext(ctx, "claim failed", storeErrorAttrs(err)...)
+				storefailure.Count(p.metrics.StoreErrors, "claim", err)
+				p.log.WarnContext(ctx, "claim failed", storefailure.Attrs(err)...)
 			}
 			p.wait(ctx)
 			continue

@@ -9,6 +9,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/leasetoken"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/storefailure"
 )
 
 // ClaimRemote claims up to req.Max ready tasks of the named remote
@@ -86,9 +87,9 @@ func (s *Service) handBack(st remoteStore, tasks []RemoteTask) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
 	defer cancel()
 	if _, err := st.Finish(ctx, &store.FinishParams{Now: s.clock.Now(), Items: items}); err != nil {
-		s.metrics.StoreErrors.WithLabelValues("release").Inc()
+		storefailure.Count(s.metrics.StoreErrors, "finish", err)
 		s.log.WarnContext(ctx, "claimed tasks of a worker that went away not handed back; their leases lapse",
-			"code", dockettype.CodeStoreUnavailable, "count", len(items))
+			append(storefailure.Attrs(err), "count", len(items))...)
 		return
 	}
 	for _, t := range tasks {

@@ -8,6 +8,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/startstop"
+	"github.com/docket-dev/docket/internal/storefailure"
 )
 
 // schedulerLoop is the loop every maintenance scheduler embeds: its own
@@ -109,8 +110,8 @@ func (sc *schedulerLoop) runTick(ctx context.Context) {
 		}
 		sc.metrics.SchedulerErrors.WithLabelValues(sc.name).Inc()
 		sc.metrics.Schedulers.Ran(sc.name, sc.clock.Now(), false)
-		sc.metrics.StoreErrors.WithLabelValues(sc.name).Inc()
-		sc.log.WarnContext(ctx, "scheduler tick failed", storeErrorAttrs(err)...)
+		storefailure.Count(sc.metrics.StoreErrors, sc.name, err)
+		sc.log.WarnContext(ctx, "scheduler tick failed", storefailure.Attrs(err)...)
 		return
 	}
 	sc.metrics.SchedulerTicks.WithLabelValues(sc.name).Inc()

@@ -10,6 +10,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/storefailure"
 )
 
 // Store is what the ExecutionService needs from persistence: the API's
@@ -44,6 +45,8 @@ type Service struct {
 	runtime Runtime
 	metrics *metrics.Metrics
 
+	failures storefailure.Reporter // the API's store errors, answered, counted and logged
+
 	leases   *leaseRegistry
 	waiters  *waiters
 	admitter *admitter
@@ -71,7 +74,8 @@ type running struct {
 	recovery   *RecoveryScheduler
 	heartbeat  *HeartbeatScheduler
 	deadline   *DeadlineScheduler
-	cleaner    *Cleaner // nil when Retention is Unlimited (< 0)
+	cleaner    *Cleaner              // nil when Retention is Unlimited (< 0)
+	vacuum     *VacuumScheduler      // nil unless the store vacuums (store.Vacuumer) and VacuumInterval > 0
 	schedules  *ScheduleScheduler
 	listener   *notificationListener // nil when the store sends no notifications
 	clockSync  *clockSync            // nil unless Config.SyncClock
@@ -107,6 +111,7 @@ func New(st Store, rt Runtime, cfg Config) (*Service, error) {
 		workers:     newWorkerRegistry(),
 		signals:     &testSignals{},
 	}
+	s.failures = storefailure.Reporter{Log: s.log, Errors: cfg.Metrics.StoreErrors, RetryAfter: cfg.RetryAfter}
 	s.waiters = newWaiters()
 	s.admitter = newAdmitter(newBaseService(cfg.Logger, cfg.Clock, "admitter"), st, cfg.AdmitBatch, cfg.AdmitCommitters, cfg.QueryTimeout)
 	return s, nil
@@ -152,6 +157,9 @@ func (s *Service) Start(ctx context.Context) error {
 	starts = append(starts, r.recovery.Start, r.heartbeat.Start, r.deadline.Start, r.schedules.Start)
 	if r.cleaner != nil {
 		starts = append(starts, r.cleaner.Start)
+	}
+	if r.vacuum != nil {
+		starts = append(starts, r.vacuum.Start)
 	}
 	starts = append(starts, r.workers.Start)
 	if r.listener != nil {
@@ -268,6 +276,17 @@ func (s *Service) build() (*running, error) {
 		}
 		r.cleaner = newCleaner(base("cleaner"), sched(cfg.CleanerInterval), scan, cfg.Retention, f, s.metrics, &s.signals.cleaner)
 	}
+	if cfg.VacuumInterval > 0 {
+		if f, err = fork("vacuum", one); err != nil {
+			return fail(err)
+		}
+		if v, ok := f.(store.Vacuumer); ok {
+			r.vacuum = newVacuumScheduler(base("vacuum"), sched(cfg.VacuumInterval), v, s.metrics, &s.signals.vacuum)
+		} else { // the database keeps the table small on its own
+			r.forks = r.forks[:len(r.forks)-1]
+			_ = f.Close()
+		}
+	}
 	return r, nil
 }
 
@@ -307,6 +326,9 @@ func (s *Service) stopAll(r *running) {
 	r.deadline.Stop()
 	if r.cleaner != nil {
 		r.cleaner.Stop()
+	}
+	if r.vacuum != nil {
+		r.vacuum.Stop()
 	}
 	r.workers.Stop()
 	if r.listener != nil {

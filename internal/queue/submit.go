@@ -33,29 +33,55 @@ func (s *Service) Submit(ctx context.Context, p dockettype.Principal, req *Submi
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.admitter.admit(ctx, item)
+	out, err := s.admit(ctx, []*store.AdmitItem{item})
+	if err != nil {
+		return nil, err
+	}
+	if out[0].Err != nil {
+		return nil, out[0].Err
+	}
+	return &SubmitResult{Task: out[0].Task, Replayed: out[0].Replayed}, nil
+}
+
+// admit admits items (one Submit's, or a SubmitBatch's valid ones) in one
+// group of the admitter's group commit, and maps each item's outcome to its
+// result: the task (new or replayed), or its refusal. Errors concern the
+// whole group: the store failed and nothing of it was admitted.
+func (s *Service) admit(ctx context.Context, items []*store.AdmitItem) ([]BatchResult, error) {
+	res, err := s.admitter.admit(ctx, items)
 	if err != nil {
 		return nil, s.storeFailure(ctx, "admit", err)
 	}
-	switch res.Outcome {
-	case store.Admitted:
-		s.metrics.Submissions.WithLabelValues(string(item.Pool), "admitted").Inc()
-		s.wake(item.QueueOf())
-		return &SubmitResult{Task: res.Task}, nil
-	case store.Replayed:
-		s.metrics.Submissions.WithLabelValues(string(res.Task.Pool), "replayed").Inc()
-		return &SubmitResult{Task: res.Task, Replayed: true}, nil
-	case store.IdempotencyConflict:
-		return nil, s.reject(dockettype.CodeIdempotencyConflict, "this Idempotency-Key was used with a different request", 0)
-	case store.QueueFull:
-		return nil, s.reject(dockettype.CodeQueueFull, fmt.Sprintf("the %s pool is at capacity", item.Pool), s.cfg.RetryAfter)
-	case store.TenantQuotaExceeded:
-		return nil, s.reject(dockettype.CodeTenantQuotaExceeded, "the tenant's in-flight limit is reached", s.cfg.RetryAfter)
+	out := make([]BatchResult, len(items))
+	woken := map[store.Queue]bool{}
+	for i, r := range res {
+		item, o := items[i], &out[i]
+		switch r.Outcome {
+		case store.Admitted:
+			s.metrics.Submissions.WithLabelValues(string(item.Pool), "admitted").Inc()
+			o.Task = r.Task
+			if q := item.QueueOf(); !woken[q] {
+				woken[q] = true
+				s.wake(q)
+			}
+		case store.Replayed:
+			s.metrics.Submissions.WithLabelValues(string(r.Task.Pool), "replayed").Inc()
+			o.Task, o.Replayed = r.Task, true
+		case store.IdempotencyConflict:
+			o.Err = s.reject(dockettype.CodeIdempotencyConflict, "this Idempotency-Key was used with a different request", 0)
+		case store.QueueFull:
+			o.Err = s.reject(dockettype.CodeQueueFull, fmt.Sprintf("the %s pool is at capacity", item.Pool), s.cfg.RetryAfter)
+		case store.TenantQuotaExceeded:
+			o.Err = s.reject(dockettype.CodeTenantQuotaExceeded, "the tenant's in-flight limit is reached", s.cfg.RetryAfter)
+		default:
+			return nil, s.reject(dockettype.CodeInternal, "unexpected admission outcome", 0)
+		}
 	}
-	return nil, s.reject(dockettype.CodeInternal, "unexpected admission outcome", 0)
+	return out, nil
 }
 
-func (s *Service) reject(code dockettype.Code, msg string, retryAfter time.Duration) error {
+// reject makes a refusal, counted by code.
+func (s *Service) reject(code dockettype.Code, msg string, retryAfter time.Duration) *dockettype.Error {
 	s.metrics.AdmissionRejections.WithLabelValues(string(code)).Inc()
 	return &dockettype.Error{Code: code, Message: msg, RetryAfter: retryAfter}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
@@ -28,9 +27,10 @@ type BatchResult struct {
 // item's refusal does not affect the others. Items are admitted in order,
 // so a later item sees the binding of an earlier one with the same key.
 //
-// The valid items are admitted in one store transaction: when the store
-// fails, SubmitBatch returns store_unavailable and nothing of the batch
-// was admitted. Other errors concern the whole call (no principal, no
+// The valid items are admitted as one group of the admitter's group commit
+// (see admitter), in one store transaction that may carry concurrent
+// submissions too: when the store fails, SubmitBatch returns
+// store_unavailable and nothing of the batch was admitted. Other errors concern the whole call (no principal, no
 // items, too many) and are *dockettype.Error values.
 func (s *Service) SubmitBatch(ctx context.Context, p dockettype.Principal, reqs []*SubmitRequest) ([]BatchResult, error) {
 	if p.Tenant == "" || p.Name == "" {
@@ -44,7 +44,7 @@ func (s *Service) SubmitBatch(ctx context.Context, p dockettype.Principal, reqs 
 	at := make([]int, 0, len(reqs)) // at[j]: the request index of items[j]
 	for i, req := range reqs {
 		if req == nil {
-			out[i].Err = s.rejectItem(dockettype.CodeInvalidRequest, "the task is missing", 0)
+			out[i].Err = s.reject(dockettype.CodeInvalidRequest, "the task is missing", 0)
 			continue
 		}
 		item, err := s.admissionItem(ctx, p, req)
@@ -64,44 +64,14 @@ func (s *Service) SubmitBatch(ctx context.Context, p dockettype.Principal, reqs 
 	if len(items) == 0 {
 		return out, nil
 	}
-	qctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
-	defer cancel()
-	res, err := s.store.Admit(qctx, &store.AdmitParams{Now: s.clock.Now(), Items: items})
+	res, err := s.admit(ctx, items)
 	if err != nil {
-		return nil, s.storeFailure(ctx, "admit", err)
+		return nil, err
 	}
-	woken := map[dockettype.Pool]bool{}
 	for j, r := range res {
-		item := items[j]
-		o := &out[at[j]]
-		switch r.Outcome {
-		case store.Admitted:
-			s.metrics.Submissions.WithLabelValues(string(item.Pool), "admitted").Inc()
-			o.Task = r.Task
-			if !woken[item.Pool] {
-				woken[item.Pool] = true
-				s.wake(item.QueueOf())
-			}
-		case store.Replayed:
-			s.metrics.Submissions.WithLabelValues(string(r.Task.Pool), "replayed").Inc()
-			o.Task, o.Replayed = r.Task, true
-		case store.IdempotencyConflict:
-			o.Err = s.rejectItem(dockettype.CodeIdempotencyConflict, "this idempotency key was used with a different request", 0)
-		case store.QueueFull:
-			o.Err = s.rejectItem(dockettype.CodeQueueFull, fmt.Sprintf("the %s pool is at capacity", item.Pool), s.cfg.RetryAfter)
-		case store.TenantQuotaExceeded:
-			o.Err = s.rejectItem(dockettype.CodeTenantQuotaExceeded, "the tenant's in-flight limit is reached", s.cfg.RetryAfter)
-		default:
-			return nil, s.reject(dockettype.CodeInternal, "unexpected admission outcome", 0)
-		}
+		out[at[j]] = r
 	}
 	return out, nil
-}
-
-// rejectItem is reject for one item of a batch: counted the same way.
-func (s *Service) rejectItem(code dockettype.Code, msg string, retryAfter time.Duration) *dockettype.Error {
-	s.metrics.AdmissionRejections.WithLabelValues(string(code)).Inc()
-	return &dockettype.Error{Code: code, Message: msg, RetryAfter: retryAfter}
 }
 
 // itemCode reports whether a validation error concerns one item only.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"strings"
 )
 
 var (
@@ -14,41 +13,70 @@ var (
 	// operation for a transient reason (connection loss, busy, timeout).
 	// Nothing was written.
 	ErrUnavailable = errors.New("store: unavailable")
+	// ErrBusy: every connection of the store's pool was in use, and the
+	// wait for one ended with the call's deadline. The database is
+	// healthy but saturated: the call never reached it, nothing was
+	// written, and a retry after a pause may succeed. Not an outage.
+	ErrBusy = errors.New("store: busy")
 	// ErrInvalid: the params break the contract (a caller bug).
 	ErrInvalid = errors.New("store: invalid params")
 )
 
+// Backends, as DatabaseError.Backend names them.
+const (
+	BackendPostgres = "postgres"
+	BackendSQLite   = "sqlite"
+)
+
 // DatabaseError is a database failure that is not an outage: a constraint,
-// a bad value, a bug. Its Code (a SQLSTATE, or a SQLite result code name)
-// is safe to log and count; the database's own message never is, and
-// Error() does not carry it.
+// a bad value, a bug. Its Backend and Code are safe to log and count; the
+// database's own message never is, and Error() does not carry it.
 type DatabaseError struct {
-	Op   string // the store operation, e.g. "list_tasks"
-	Code string // e.g. "SQLSTATE 22021", "SQLITE_CONSTRAINT"
-	Err  error  // the driver's error, for debugging only
+	Op      string // the store operation, e.g. "list_tasks"
+	Backend string // BackendPostgres or BackendSQLite
+	// Code is the database's code alone: a SQLSTATE ("23505") or a SQLite
+	// extended result code ("2067"); "" when the driver gave none.
+	Code string
+	Err  error // the driver's error, for debugging only
 }
 
-func (e *DatabaseError) Error() string { return e.Op + ": database error " + e.Code }
+func (e *DatabaseError) Error() string {
+	code := e.Code
+	if code == "" {
+		code = "unknown"
+	}
+	return e.Op + ": " + e.Backend + " error " + code
+}
 func (e *DatabaseError) Unwrap() error { return e.Err }
 
-// DatabaseCode returns the database code of err (see DatabaseError), or ""
-// when err carries none.
-func DatabaseCode(err error) string {
-	var de *DatabaseError
-	if errors.As(err, &de) {
-		return de.Code
-	}
-	return ""
+// OpError names the store operation that failed. Backends wrap every error
+// they return in one (a DatabaseError names its own), so that a caller
+// counts and logs a failure under the operation that failed, whichever
+// component made the call.
+type OpError struct {
+	Op  string
+	Err error
 }
 
-// DatabaseLogCode is DatabaseCode in the form logs carry: the SQLSTATE
-// ("23505") or the SQLite extended result code ("2067") alone, with no
-// name or text that could be mistaken for, or grow into, a database
-// message. "" when err carries no database code.
-func DatabaseLogCode(err error) string {
-	code := DatabaseCode(err)
-	if i := strings.LastIndexByte(code, ' '); i >= 0 {
-		return code[i+1:]
+func (e *OpError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *OpError) Unwrap() error { return e.Err }
+
+// Named returns err naming op, unless it names an operation already.
+func Named(op string, err error) error {
+	if Operation(err) != "" {
+		return err
 	}
-	return code
+	return &OpError{Op: op, Err: err}
+}
+
+// Operation returns the store operation err names (see OpError and
+// DatabaseError), or "" when it names none.
+func Operation(err error) string {
+	if oe, ok := errors.AsType[*OpError](err); ok {
+		return oe.Op
+	}
+	if de, ok := errors.AsType[*DatabaseError](err); ok {
+		return de.Op
+	}
+	return ""
 }

@@ -537,3 +537,20 @@ type RuleSet struct {
 	Body        []byte // nil in listings
 	PublishedAt time.Time
 }
+
+// Vacuumer is the optional maintenance of a store whose live table needs
+// vacuuming more often than its database does on its own (PostgreSQL: see
+// postgres/vacuum.go). The queue detects it on a fork, as it detects
+// Listener, and runs it on a scheduler of its own.
+type Vacuumer interface {
+	// Vacuum vacuums the live table when at least MinDead of its rows are
+	// dead and no node has vacuumed it within Quiet, and reports whether
+	// it did.
+	Vacuum(ctx context.Context, params *VacuumParams) (bool, error)
+}
+
+// VacuumParams say when the live table is worth a vacuum.
+type VacuumParams struct {
+	MinDead int
+	Quiet   time.Duration
+}

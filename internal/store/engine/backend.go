@@ -9,10 +9,20 @@ import (
 	"github.com/docket-dev/docket/internal/store/fairshare"
 )
 
-// Backend is what a SQL backend provides: the plain operations it serves on
-// its own, and write transactions made of the steps in Tx.
+// Backend is what a SQL backend provides: connections for the engine's
+// plain statements, write transactions made of the steps in Tx, and the
+// SQL that differs between backends.
 type Backend interface {
-	Plain
+	// Read runs fn on a read connection, held for fn's run, and maps the
+	// errors it returns onto the store's sentinels. Waiting for the
+	// connection is bounded by ctx; a wait that ends with ctx's deadline
+	// while every connection is in use is store.ErrBusy (see Busy).
+	Read(ctx context.Context, op string, fn func(q Querier) error) error
+	// Update runs fn in a write transaction of plain statements (admin,
+	// rule sets, workflows, workers), mapping errors and waits like Read.
+	Update(ctx context.Context, op string, fn func(q Querier) error) error
+	// Dialect is the backend's SQL where the two differ.
+	Dialect() *Dialect
 
 	// Write runs fn in one write transaction and maps the errors it
 	// returns onto the store's sentinels. A backend may run fn again when
@@ -24,22 +34,6 @@ type Backend interface {
 	Fork(name string, opts store.ForkOptions) (Backend, error)
 	// Close releases the backend's connections.
 	Close() error
-}
-
-// Plain is the part of store.Store that a backend serves with its own
-// statements: reads, scans, admin and rule sets.
-type Plain interface {
-	store.Reader
-	store.Statter
-	store.Admin
-	store.RuleSets
-	store.Workflows
-	store.Workers
-	store.Schedules
-	FindExpiredLeases(ctx context.Context, params *store.FindExpiredLeasesParams) ([]store.ExpiredLease, error)
-	FindOverdue(ctx context.Context, params *store.FindOverdueParams) ([]store.OverdueTask, error)
-	Ping(ctx context.Context) error
-	DatabaseTime(ctx context.Context) (time.Time, error)
 }
 
 // Tx is one write transaction's steps. Each step is one or a few
@@ -112,7 +106,7 @@ type claimSteps interface {
 	// in any order.
 	Take(queue store.Queue, grants []fairshare.Grant, owner string, expires, now time.Time) ([][]*store.ClaimedTask, error)
 	// SetTenantQueues writes tenants' virtual times and ready counts after
-	// a claim.
+	// a claim, in the order given (the engine sorts them by tenant).
 	SetTenantQueues(queue store.Queue, rows []TenantQueue) error
 }
 
@@ -136,10 +130,12 @@ type transitionSteps interface {
 	LeaseAttempt(lease store.Lease) (attempt int, ok bool, err error)
 	// InsertEvidence records evidence of an attempt.
 	InsertEvidence(lease store.Lease, attempt int, items []store.EvidenceItem, now time.Time) error
-	// LockTask locks a tenant's task for a cancel and reports its live
-	// state and epoch; live is false for a terminal task, and err wraps
-	// store.ErrNotFound when the tenant has no such task.
-	LockTask(tenant, id string) (state dockettype.State, epoch int64, live bool, err error)
+	// LockLiveTask locks a tenant's live task for a cancel and reports its
+	// state and epoch; ok is false when the tenant has no such live task.
+	LockLiveTask(tenant, id string) (state dockettype.State, epoch int64, ok bool, err error)
+	// FinishedTask reports the state and epoch of a tenant's terminal
+	// task; ok is false when the tenant has no such terminal task.
+	FinishedTask(tenant, id string) (state dockettype.State, epoch int64, ok bool, err error)
 	// FinishedBefore returns up to limit terminal tasks that finished
 	// before the time, oldest first.
 	FinishedBefore(before time.Time, limit int) ([]string, error)

@@ -81,9 +81,12 @@ func claim(tx Tx, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 	if err := c.flush(tx, p.Now); err != nil {
 		return nil, err
 	}
-	// The tenants' rows last: another node's claim of the same tenants
-	// waits for them from here until this transaction commits, so the
-	// events (which lock nothing) are written before, not while they wait.
+	// The tenants' rows last, in tenant order (two claims serving the
+	// same tenants lock them in the same order): another node's claim of
+	// the same tenants waits for them from here until this transaction
+	// commits, so the events (which lock nothing) are written before, not
+	// while they wait.
+	slices.SortFunc(rows, func(a, b TenantQueue) int { return cmp.Compare(a.Tenant, b.Tenant) })
 	return claimed, tx.SetTenantQueues(p.Queue, rows)
 }
 

@@ -6,8 +6,13 @@
 // plan, fenced transitions, the append-only history, the in-flight counters
 // and the ready counts that fair dispatch reads.
 //
-// Plain operations with no logic of their own (reads, admin, rule sets) are
-// the backend's own methods and pass straight through.
+// The plain operations (reads, scans, stats, admin, rule sets, workflows,
+// workers) are written here once too, over a connection the backend holds
+// for them (Backend.Read, Backend.Update, the Querier) in the SQL both
+// databases read alike; Dialect holds the few statements that differ. A
+// backend keeps its SQL, its connections and their limits (a wait for a
+// connection of a saturated pool is store.ErrBusy, see Busy), and its error
+// mapping (ErrorMap), and decides nothing the engine could.
 //
 //	b, err := sqlite.OpenBackend(ctx, path, opts) // a Backend
 //	st := engine.New(b)                          // a store.Store

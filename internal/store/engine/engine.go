@@ -15,8 +15,7 @@ import (
 
 // Store is a store.Store made of a Backend and the engine's state machine.
 type Store struct {
-	Plain // reads, scans, admin and rule sets: the backend's own
-	b     Backend
+	b Backend
 	// tenants holds the tenants known to exist with their counter rows
 	// (tenants are never deleted), so that admission skips creating them.
 	// Shared by forks.
@@ -28,16 +27,29 @@ var (
 	_ store.Listener = (*Store)(nil)
 )
 
-// New returns the store that runs the engine on b.
-func New(b Backend) *Store { return &Store{Plain: b, b: b, tenants: &sync.Map{}} }
+// Open is New for a backend's constructor: Open(OpenBackend(…)).
+func Open(b Backend, err error) (*Store, error) {
+	if err != nil {
+		return nil, err
+	}
+	return New(b), nil
+}
 
-// Fork returns a store on a fork of the backend (its own connection budget).
+// New returns the store that runs the engine on b.
+func New(b Backend) *Store { return &Store{b: b, tenants: &sync.Map{}} }
+
+// Fork returns a store on a fork of the backend (its own connection budget):
+// a *VacuumingStore when the backend vacuums (store.Vacuumer).
 func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
 	f, err := s.b.Fork(name, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Plain: f, b: f, tenants: s.tenants}, nil
+	st := &Store{b: f, tenants: s.tenants}
+	if v, ok := f.(store.Vacuumer); ok {
+		return &VacuumingStore{Store: st, v: v}, nil
+	}
+	return st, nil
 }
 
 // Close closes the backend.

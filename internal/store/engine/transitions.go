@@ -125,7 +125,7 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Cance
 	var out *store.CancelResult
 	err := s.b.Write(ctx, "cancel", func(tx Tx) error {
 		out = nil
-		state, epoch, live, err := tx.LockTask(p.Tenant, p.TaskID)
+		state, epoch, live, err := lockTask(tx, p.Tenant, p.TaskID)
 		if err != nil {
 			return err
 		}
@@ -183,4 +183,19 @@ func (s *Store) DeleteFinished(ctx context.Context, p *store.DeleteFinishedParam
 		return tx.DeleteTasks(ids)
 	})
 	return n, err
+}
+
+// lockTask locks a tenant's task for a cancel and reports its state and
+// epoch: a live task is locked (live true); a terminal one needs no lock,
+// its result row never changes; a task the tenant does not have is
+// store.ErrNotFound.
+func lockTask(tx Tx, tenant, id string) (state dockettype.State, epoch int64, live bool, err error) {
+	if state, epoch, ok, err := tx.LockLiveTask(tenant, id); err != nil || ok {
+		return state, epoch, ok, err
+	}
+	state, epoch, ok, err := tx.FinishedTask(tenant, id)
+	if err == nil && !ok {
+		err = store.ErrNotFound
+	}
+	return state, epoch, false, err
 }

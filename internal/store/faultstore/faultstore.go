@@ -87,7 +87,7 @@ func (s *Store) before(ctx context.Context, op string) error {
 	}
 	if err := h(ctx, n); err != nil {
 		counter(&s.h.fails, op).Add(1)
-		return fmt.Errorf("faultstore %s: %w", op, err)
+		return &store.OpError{Op: op, Err: fmt.Errorf("faultstore: %w", err)}
 	}
 	return nil
 }

@@ -16,7 +16,13 @@
 //
 // A transaction PostgreSQL still aborts for a deadlock or a serialization
 // failure is run again a few times before the error is reported as
-// store.ErrUnavailable. Reads (scans, listings) run outside transactions.
+// store.ErrUnavailable. Reads (scans, listings) run outside transactions,
+// on a connection taken from the pool with the call's deadline: a wait
+// that outlasts it while every connection is in use is store.ErrBusy.
+//
+// The backend implements store.Vacuumer: the queue's vacuum scheduler asks
+// it to vacuum the live table (vacuum.go). Opening the store starts no
+// goroutine.
 //
 // Open applies the embedded migrations under a transaction-scoped advisory
 // lock, so nodes starting together migrate once. Options.Schema puts the

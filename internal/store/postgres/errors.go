@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 
@@ -11,34 +10,23 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/engine"
 )
 
-// interpretError maps native errors onto the store's sentinels, in one place:
+// errorMap maps PostgreSQL's errors onto the store's (see engine.ErrorMap):
 // a lost connection or a transient refusal is ErrUnavailable; any other
-// database failure is a *store.DatabaseError carrying its SQLSTATE, so that
-// a bug never looks like an outage. The database's own message stays in the
-// wrapped chain for debugging, but callers branch on the sentinel and never
-// log the text.
-func interpretError(op string, err error) error {
-	if err == nil {
-		return nil
+// database failure is a *store.DatabaseError carrying its SQLSTATE.
+var errorMap = engine.ErrorMap{Backend: store.BackendPostgres, NoRows: pgx.ErrNoRows, Unavailable: unavailable, Code: sqlState}
+
+func interpretError(op string, err error) error { return errorMap.Map(op, err) }
+
+// sqlState is err's SQLSTATE, "" when PostgreSQL gave none.
+func sqlState(err error) string {
+	pe, _ := errors.AsType[*pgconn.PgError](err)
+	if pe == nil {
+		return ""
 	}
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrStaleLease),
-		errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrUnavailable):
-		return err
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
-	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("%s: %w", op, err)
-	case unavailable(err):
-		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return &store.DatabaseError{Op: op, Code: "SQLSTATE " + pe.Code, Err: err}
-	}
-	return &store.DatabaseError{Op: op, Code: "unknown", Err: err}
+	return pe.Code
 }
 
 // unavailable reports whether err means the database could not be reached

@@ -1,10 +1,12 @@
 package postgres
 
+import "github.com/docket-dev/docket/internal/store/engine"
+
 // The statements the scale test explains, as the store runs them.
 const (
 	TakeSQL        = takeSQL
-	FindExpiredSQL = findExpiredSQL
-	FindOverdueSQL = findOverdueSQL
+	FindExpiredSQL = engine.FindExpiredLeasesSQL
+	FindOverdueSQL = engine.FindOverdueSQL
 )
 
 // WritePlanSettings are the settings every write transaction runs under.
@@ -15,10 +17,3 @@ const (
 	LockLiveSQL = lockLiveSQL
 	EndSQL      = endSQL
 )
-
-// NotifyVacuums makes the store call vacuumed after each vacuum of the
-// live table.
-func NotifyVacuums(opts Options, vacuumed func()) Options {
-	opts.vacuumed = vacuumed
-	return opts
-}

@@ -23,22 +23,12 @@ type Options struct {
 	// connection's search_path, so that several Docket installations (or
 	// test runs) can share one database.
 	Schema string
-	// VacuumEvery is how often the store looks whether the live table
-	// needs a vacuum (see vacuum.go): 0 means every 5 s, a negative value
-	// never (autovacuum alone).
-	VacuumEvery time.Duration
-
-	vacuumed func() // test hook: called after each vacuum of the live table
 }
 
 // Open connects to the database at url, applies pending migrations and
 // returns the store.
 func Open(ctx context.Context, url string, opts Options) (*engine.Store, error) {
-	b, err := OpenBackend(ctx, url, opts)
-	if err != nil {
-		return nil, err
-	}
-	return engine.New(b), nil
+	return engine.Open(OpenBackend(ctx, url, opts))
 }
 
 // Backend is the PostgreSQL engine.Backend.
@@ -47,7 +37,6 @@ type Backend struct {
 	pool   *pgxpool.Pool
 	schema string // the installation's schema ("" for the search path's first)
 	once   sync.Once
-	vacuum *vacuumer // the live table's vacuum loop; nil on forks
 }
 
 var _ engine.Backend = (*Backend)(nil)
@@ -79,12 +68,6 @@ func OpenBackend(ctx context.Context, url string, opts Options) (*Backend, error
 		pool.Close()
 		return nil, err
 	}
-	if opts.VacuumEvery == 0 {
-		opts.VacuumEvery = vacuumEvery
-	}
-	if opts.VacuumEvery > 0 {
-		b.startVacuum(opts.VacuumEvery, opts.vacuumed)
-	}
 	return b, nil
 }
 
@@ -110,27 +93,8 @@ func (b *Backend) Fork(name string, opts store.ForkOptions) (engine.Backend, err
 // Close closes this handle's connection pool, waiting for connections in
 // use to be returned.
 func (b *Backend) Close() error {
-	b.once.Do(func() {
-		b.stopVacuum()
-		b.pool.Close()
-	})
+	b.once.Do(b.pool.Close)
 	return nil
-}
-
-// Ping checks that the database answers and holds Docket's schema.
-func (b *Backend) Ping(ctx context.Context) error {
-	var one int
-	err := b.pool.QueryRow(ctx, "SELECT 1 FROM counters LIMIT 1").Scan(&one)
-	return interpretError("ping", err)
-}
-
-// DatabaseTime returns the server's clock.
-func (b *Backend) DatabaseTime(ctx context.Context) (time.Time, error) {
-	var now time.Time
-	if err := b.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
-		return time.Time{}, interpretError("database_time", err)
-	}
-	return now.UTC(), nil
 }
 
 // txAttempts bounds how often a transaction that lost a deadlock or a
@@ -169,7 +133,7 @@ var writePlanSettings = []string{
 
 // pipelined runs one attempt of a Write transaction on one connection.
 func (b *Backend) pipelined(ctx context.Context, fn func(tx engine.Tx) error) (err error) {
-	conn, err := b.pool.Acquire(ctx)
+	conn, err := b.acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -202,7 +166,12 @@ func (b *Backend) pipelined(ctx context.Context, fn func(tx engine.Tx) error) (e
 // Write: for migrations and admin writes off the hot path.
 func (b *Backend) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	return b.retry(ctx, op, func() error {
-		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+		conn, err := b.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Release()
+		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
 	})
 }
 
@@ -231,11 +200,3 @@ func (b *Backend) retry(ctx context.Context, op string, attemptFn func() error) 
 
 // ts is a time as the store writes it: millisecond precision, UTC.
 func ts(t time.Time) time.Time { return t.Truncate(time.Millisecond).UTC() }
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}

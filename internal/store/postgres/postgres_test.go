@@ -50,6 +50,17 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
 }
 
+func TestBackend(t *testing.T) {
+	storetest.RunBackend(t, func(t *testing.T) engine.Backend {
+		url := databaseURL(t)
+		b, err := postgres.OpenBackend(t.Context(), url, postgres.Options{Schema: freshSchema(t, url)})
+		if err != nil {
+			t.Fatalf("OpenBackend: %v", err)
+		}
+		return b
+	})
+}
+
 // The schema itself refuses to change a task's input (R3), even for a
 // client that bypasses the store.
 func TestInputIsImmutable(t *testing.T) {

@@ -302,11 +302,11 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 
 // ReadTasks reads tasks by ID, with their results.
 func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
-	rows, err := t.query(taskSelect(true)+" WHERE t.id = ANY($1)", ids)
+	rows, err := t.query(engine.TaskSelect(true)+" WHERE t.id = ANY($1)", ids)
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := scanTasks(rows)
+	tasks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*dockettype.Task, error) { return engine.ScanTask(r) })
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +391,7 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 			out[i], err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.ClaimedTask, error) {
 				c := &store.ClaimedTask{}
 				var err error
-				c.Task, err = scanTask(&extraScanner{r: r, extra: []any{&c.Input}})
+				c.Task, err = engine.ScanTask(r, &c.Input)
 				return c, err
 			})
 		}
@@ -403,12 +403,10 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 	return out, br.Close()
 }
 
-// SetTenantQueues applies the claim's charges and ready counts, one
-// row at a time in tenant order (one round trip), so that two claims
-// serving the same tenants lock them in the same order.
+// SetTenantQueues applies the claim's charges and ready counts, one row at
+// a time in the engine's (tenant) order, in one round trip.
 func (t *txn) SetTenantQueues(queue store.Queue, rows []engine.TenantQueue) error {
-	sorted := sortedBy(rows, func(r engine.TenantQueue) string { return r.Tenant })
-	for _, r := range sorted {
+	for _, r := range rows {
 		t.later(`UPDATE tenant_queues SET vtime = vtime + $3, queued = GREATEST(queued - $4, 0)
 			WHERE queue = $1 AND tenant = $2`, string(queue), r.Tenant, r.Charge, r.Taken)
 	}
@@ -576,24 +574,24 @@ func (t *txn) InsertEvidence(lease store.Lease, attempt int, items []store.Evide
 	return nil
 }
 
-// LockTask locks a tenant's live task, or reads its result.
-func (t *txn) LockTask(tenant, id string) (dockettype.State, int64, bool, error) {
-	var state string
+// LockLiveTask locks a tenant's live task.
+func (t *txn) LockLiveTask(tenant, id string) (dockettype.State, int64, bool, error) {
+	return t.taskState("SELECT state, lease_epoch FROM task_queue WHERE id = $1 AND tenant = $2 FOR UPDATE", tenant, id)
+}
+
+// FinishedTask reads a tenant's terminal task.
+func (t *txn) FinishedTask(tenant, id string) (dockettype.State, int64, bool, error) {
+	return t.taskState("SELECT state, lease_epoch FROM task_results WHERE task_id = $1 AND tenant = $2", tenant, id)
+}
+
+func (t *txn) taskState(sql, tenant, id string) (dockettype.State, int64, bool, error) {
+	var state dockettype.State
 	var epoch int64
-	err := t.queryRow("SELECT state, lease_epoch FROM task_queue WHERE id = $1 AND tenant = $2 FOR UPDATE",
-		id, tenant).Scan(&state, &epoch)
-	if err == nil {
-		return dockettype.State(state), epoch, true, nil
+	err := t.queryRow(sql, id, tenant).Scan(&state, &epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, false, nil
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, false, err
-	}
-	err = t.queryRow("SELECT state, lease_epoch FROM task_results WHERE task_id = $1 AND tenant = $2",
-		id, tenant).Scan(&state, &epoch)
-	if err != nil {
-		return "", 0, false, err // pgx.ErrNoRows → ErrNotFound
-	}
-	return dockettype.State(state), epoch, false, nil
+	return state, epoch, err == nil, err
 }
 
 // FinishedBefore finds tasks that finished before a time. It walks the

@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"sync"
-	"time"
+
+	"github.com/docket-dev/docket/internal/store"
 )
 
 // Every claim leaves a dead row version in task_queue and every finish
@@ -14,25 +14,17 @@ import (
 // load that let task_queue grow to 11,000 heap pages and 19,000 index
 // pages for 5,000 live rows: more than PostgreSQL's default buffer cache,
 // so every claim and finish read and evicted pages and the throughput
-// fell minute by minute. Each Docket process therefore vacuums the live
-// table itself once enough of it has died, as an autovacuum with a short
-// naptime would, and the table with its indexes stays inside the cache
-// (BENCHMARKS.md, continuous runs E and F).
+// fell minute by minute. Each Docket node therefore vacuums the live table
+// itself once enough of it has died, as an autovacuum with a short naptime
+// would, and the table with its indexes stays inside the cache
+// (BENCHMARKS.md, continuous runs E and F). The queue's vacuum scheduler
+// (queue.VacuumScheduler) calls Vacuum; the backend runs no loop of its
+// own.
 
-const (
-	// vacuumEvery is how often the dead-row count is looked at.
-	vacuumEvery = 5 * time.Second
-	// vacuumAfterDead is the dead-row count that starts a vacuum: a few
-	// hundred pages' worth, so that a vacuum stays short and an idle
-	// installation never runs one.
-	vacuumAfterDead = 5000
-)
-
-// needsVacuumSQL says whether task_queue needs a vacuum: enough dead rows
-// in the statistics (every backend's changes, reported within a second of
-// their commit), and no vacuum, by any node, within the last $1 seconds
-// (half the loop's period), so that several nodes together vacuum about as
-// often as one.
+// needsVacuumSQL says whether task_queue needs a vacuum: at least $2 dead
+// rows in the statistics (every backend's changes, reported within a
+// second of their commit), and no vacuum, by any node, within the last $1
+// seconds, so that several nodes together vacuum about as often as one.
 const needsVacuumSQL = `SELECT coalesce(n_dead_tup, 0) >= $2
 	AND coalesce(greatest(last_vacuum, last_autovacuum), '-infinity') < now() - make_interval(secs => $1)
 	FROM pg_stat_user_tables WHERE relid = 'task_queue'::regclass`
@@ -44,54 +36,17 @@ const needsVacuumSQL = `SELECT coalesce(n_dead_tup, 0) >= $2
 // while it is held.
 const vacuumSQL = `VACUUM (SKIP_LOCKED, TRUNCATE false) task_queue`
 
-// vacuumer runs the live table's vacuum loop of one Backend.
-type vacuumer struct {
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	vacuumed func() // test hook: called after each vacuum
-}
+var _ store.Vacuumer = (*Backend)(nil)
 
-// startVacuum starts b's vacuum loop; stopVacuum ends it.
-func (b *Backend) startVacuum(every time.Duration, vacuumed func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	b.vacuum = &vacuumer{cancel: cancel, vacuumed: vacuumed}
-	b.vacuum.wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				b.vacuumIfDead(ctx, every)
-			}
-		}
-	})
-}
-
-// stopVacuum ends the loop and waits for a vacuum in progress to be
-// cancelled.
-func (b *Backend) stopVacuum() {
-	if b.vacuum == nil {
-		return
-	}
-	b.vacuum.cancel()
-	b.vacuum.wg.Wait()
-}
-
-// vacuumIfDead vacuums task_queue when enough of it is dead and no node
-// has vacuumed it for a period. Errors are dropped: the next tick tries
-// again, and autovacuum remains behind it.
-func (b *Backend) vacuumIfDead(ctx context.Context, period time.Duration) {
+// Vacuum vacuums task_queue when enough of it is dead and no node has
+// vacuumed it within p.Quiet (see store.Vacuumer).
+func (b *Backend) Vacuum(ctx context.Context, p *store.VacuumParams) (bool, error) {
 	var due bool
-	err := b.pool.QueryRow(ctx, needsVacuumSQL, period.Seconds()/2, vacuumAfterDead).Scan(&due)
-	if err != nil || !due {
-		return
+	if err := b.pool.QueryRow(ctx, needsVacuumSQL, p.Quiet.Seconds(), p.MinDead).Scan(&due); err != nil || !due {
+		return false, interpretError("vacuum", err)
 	}
 	if _, err := b.pool.Exec(ctx, vacuumSQL); err != nil {
-		return
+		return false, interpretError("vacuum", err)
 	}
-	if b.vacuum.vacuumed != nil {
-		b.vacuum.vacuumed()
-	}
+	return true, nil
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -34,11 +33,7 @@ type Options struct {
 // Open opens (creating if needed) the database at path, applies pending
 // migrations and returns the store.
 func Open(ctx context.Context, path string, opts Options) (*engine.Store, error) {
-	b, err := OpenBackend(ctx, path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return engine.New(b), nil
+	return engine.Open(OpenBackend(ctx, path, opts))
 }
 
 // Backend is the SQLite engine.Backend.
@@ -175,27 +170,6 @@ func (s *Backend) Close() error {
 		}
 	})
 	return err
-}
-
-// Ping checks that the database file can be read.
-func (s *Backend) Ping(ctx context.Context) error {
-	var one int
-	if err := s.r.QueryRowContext(ctx, "SELECT 1 FROM counters LIMIT 1").Scan(&one); err != nil {
-		return interpretError("ping", err)
-	}
-	return nil
-}
-
-// DatabaseTime is this process's clock: the database is in the process.
-func (s *Backend) DatabaseTime(ctx context.Context) (time.Time, error) {
-	if err := s.Ping(ctx); err != nil {
-		return time.Time{}, err
-	}
-	var now int64
-	if err := s.r.QueryRowContext(ctx, "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)").Scan(&now); err != nil {
-		return time.Time{}, interpretError("database_time", err)
-	}
-	return fromMS(now), nil
 }
 
 // Write runs fn in an immediate write transaction behind the write gate.

@@ -27,6 +27,16 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
 }
 
+func TestBackend(t *testing.T) {
+	storetest.RunBackend(t, func(t *testing.T) engine.Backend {
+		b, err := sqlite.OpenBackend(t.Context(), filepath.Join(t.TempDir(), "docket.db"), sqlite.Options{Synchronous: "normal"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+}
+
 // A transaction whose context ends midway fails with the context's error,
 // whatever its statements then report: database/sql rolls the transaction
 // back when the context ends, and the next statement sees sql.ErrTxDone. A

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/docket-dev/docket/internal/store/fairshare"
 )
 
+var _ engine.Tx = (*txn)(nil)
+
 // txn runs the engine's steps in one SQLite write transaction. Lists of
 // keys go in as one JSON array (json_each), so each statement's text is the
 // same whatever the batch size and stays in the statement cache; rows that
@@ -21,8 +24,6 @@ type txn struct {
 	ctx context.Context
 	tx  *wtx
 }
-
-var _ engine.Tx = (*txn)(nil)
 
 // jsonArg encodes v (a slice) as the JSON text json_each reads.
 func jsonArg(v any) string {
@@ -73,17 +74,9 @@ func (t *txn) insertRows(prefix, suffix string, width int, rows [][]any) error {
 	return nil
 }
 
+// collect scans each of rows and closes them (see engine.Collect).
 func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return engine.Collect(sqlRows{rows}, func(engine.Row) (T, error) { return scan(rows) })
 }
 
 func scanString(r *sql.Rows) (string, error) {
@@ -221,11 +214,11 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 
 // ReadTasks reads tasks by ID, with their results.
 func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
-	rows, err := t.tx.QueryContext(t.ctx, taskSelect(true)+" WHERE t.id IN (SELECT value FROM json_each(?))", jsonArg(ids))
+	rows, err := t.tx.QueryContext(t.ctx, engine.TaskSelect(true)+" WHERE t.id IN (SELECT value FROM json_each(?))", jsonArg(ids))
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := collect(rows, scanTask)
+	tasks, err := collect(rows, func(r *sql.Rows) (*dockettype.Task, error) { return engine.ScanTask(r) })
 	out := make(map[string]*dockettype.Task, len(tasks))
 	for _, task := range tasks {
 		out[task.ID] = task
@@ -293,7 +286,7 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 		WHERE id IN (SELECT value FROM json_each(?))`, owner, ms(expires), ms(now), list); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+taskCols+`, t.input
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+engine.TaskColumns+`, t.input
 		FROM task_queue q JOIN tasks t ON t.id = q.id LEFT JOIN task_results r ON r.task_id = q.id
 		WHERE q.id IN (SELECT value FROM json_each(?))`, list)
 	if err != nil {
@@ -302,7 +295,7 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 	claimed, err := collect(rows, func(r *sql.Rows) (*store.ClaimedTask, error) {
 		c := &store.ClaimedTask{}
 		var err error
-		c.Task, err = scanTaskExtra(r, &c.Input)
+		c.Task, err = engine.ScanTask(r, &c.Input)
 		return c, err
 	})
 	for _, c := range claimed {
@@ -472,23 +465,23 @@ func (t *txn) InsertEvidence(lease store.Lease, attempt int, items []store.Evide
 }
 
 // LockTask reads a tenant's live task, or its result.
-func (t *txn) LockTask(tenant, id string) (dockettype.State, int64, bool, error) {
-	var state string
+func (t *txn) LockLiveTask(tenant, id string) (dockettype.State, int64, bool, error) {
+	return t.taskState("SELECT state, lease_epoch FROM task_queue WHERE id = ? AND tenant = ?", tenant, id)
+}
+
+// FinishedTask reads a tenant's terminal task.
+func (t *txn) FinishedTask(tenant, id string) (dockettype.State, int64, bool, error) {
+	return t.taskState("SELECT state, lease_epoch FROM task_results WHERE task_id = ? AND tenant = ?", tenant, id)
+}
+
+func (t *txn) taskState(query, tenant, id string) (dockettype.State, int64, bool, error) {
+	var state dockettype.State
 	var epoch int64
-	err := t.tx.QueryRowContext(t.ctx, "SELECT state, lease_epoch FROM task_queue WHERE id = ? AND tenant = ?", id, tenant).
-		Scan(&state, &epoch)
-	if err == nil {
-		return dockettype.State(state), epoch, true, nil
+	err := t.tx.QueryRowContext(t.ctx, query, id, tenant).Scan(&state, &epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, false, nil
 	}
-	if err != sql.ErrNoRows {
-		return "", 0, false, err
-	}
-	err = t.tx.QueryRowContext(t.ctx, "SELECT state, lease_epoch FROM task_results WHERE task_id = ? AND tenant = ?", id, tenant).
-		Scan(&state, &epoch)
-	if err != nil {
-		return "", 0, false, err // sql.ErrNoRows → ErrNotFound
-	}
-	return dockettype.State(state), epoch, false, nil
+	return state, epoch, err == nil, err
 }
 
 // FinishedBefore reads the oldest results from the front of the table.
