@@ -74,8 +74,8 @@ type running struct {
 	recovery   *RecoveryScheduler
 	heartbeat  *HeartbeatScheduler
 	deadline   *DeadlineScheduler
-	cleaner    *Cleaner              // nil when Retention is Unlimited (< 0)
-	vacuum     *VacuumScheduler      // nil unless the store vacuums (store.Vacuumer) and VacuumInterval > 0
+	cleaner    *Cleaner         // nil when Retention is Unlimited (< 0)
+	vacuum     *VacuumScheduler // nil unless the store vacuums (store.Vacuumer) and VacuumInterval > 0
 	schedules  *ScheduleScheduler
 	listener   *notificationListener // nil when the store sends no notifications
 	clockSync  *clockSync            // nil unless Config.SyncClock
