@@ -151,16 +151,17 @@ func TestDefaultTenantLimit(t *testing.T) {
 	}
 }
 
-// The README's code table lists every code of the closed set.
-func TestReadmeListsEveryCode(t *testing.T) {
+// The HTTP API page's code table (docs/http-api.md, linked from the
+// README) lists every code of the closed set.
+func TestDocsListEveryCode(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/http-api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range dockettype.Codes {
 		if !strings.Contains(string(readme), "| `"+string(c)+"` |") {
-			t.Errorf("README's code table lacks %s", c)
+			t.Errorf("docs/http-api.md's code table lacks %s", c)
 		}
 	}
 }
@@ -213,7 +214,7 @@ func TestRetentionDefaultAndUnlimited(t *testing.T) {
 	}
 }
 
-// The rule set the README's pilot walkthrough publishes is in the
+// The rule set the pilot walkthrough (docs/configuration.md) publishes is in the
 // repository, and `docket rules publish` accepts it.
 func TestExampleRulesParse(t *testing.T) {
 	t.Parallel()
@@ -225,12 +226,12 @@ func TestExampleRulesParse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("examples/rules.json: %v", err)
 	}
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "./docket rules publish examples/rules.json") {
-		t.Errorf("the README's pilot walkthrough does not publish examples/rules.json")
+		t.Errorf("the pilot walkthrough in docs/configuration.md does not publish examples/rules.json")
 	}
 	// The reply the walkthrough submits passes every rule, as it says.
 	reference := "When will my order 1042 arrive?"

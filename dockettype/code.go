@@ -2,7 +2,7 @@ package dockettype
 
 // Code is a stable error code. One closed set is used alike in API answers,
 // a task's error.code, metric labels and logs. Extend it deliberately and
-// document each new code in the README.
+// document each new code in docs/http-api.md (TestDocsListEveryCode checks it).
 type Code string
 
 const (

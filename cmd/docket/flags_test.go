@@ -13,18 +13,18 @@ import (
 	"github.com/docket-dev/docket/internal/httpapi/httpapitest"
 )
 
-// The README's configuration table gives every serve flag (but the hidden
+// The configuration page's table (docs/configuration.md) gives every serve flag (but the hidden
 // ones) and, for each flag with a fixed default, the default serve uses:
 // the defaults table, which is also what --help shows.
-func TestReadmeConfigurationMatchesServeFlags(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestDocsConfigurationMatchesServeFlags(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	section := string(readme)
-	start := strings.Index(section, "\n## Configuration\n")
+	start := strings.Index(section, "\n| flag |")
 	if start < 0 {
-		t.Fatal("README has no Configuration section")
+		t.Fatal("docs/configuration.md has no flag table")
 	}
 	section = section[start:]
 	section = section[:strings.Index(section, "\nAdmin commands take")]
@@ -54,24 +54,24 @@ func TestReadmeConfigurationMatchesServeFlags(t *testing.T) {
 	fs.VisitAll(func(f *flag.Flag) {
 		want, ok := readmeDefault[f.Name]
 		if !ok {
-			t.Errorf("the README's configuration table lacks --%s", f.Name)
+			t.Errorf("docs/configuration.md's table lacks --%s", f.Name)
 			return
 		}
 		if f.DefValue == "0" || f.DefValue == "0s" {
-			return // computed (per CPU, from the lease TTL): the README says how
+			return // computed (per CPU, from the lease TTL): docs/configuration.md says how
 		}
 		if !sameDefault(f.DefValue, want) {
-			t.Errorf("--%s: README default %q, serve's %q", f.Name, want, f.DefValue)
+			t.Errorf("--%s: docs/configuration.md default %q, serve's %q", f.Name, want, f.DefValue)
 		}
 	})
 	for name := range readmeDefault {
 		if fs.Lookup(name) == nil {
-			t.Errorf("the README's configuration table names --%s, which serve does not have", name)
+			t.Errorf("docs/configuration.md's table names --%s, which serve does not have", name)
 		}
 	}
 }
 
-// sameDefault compares a flag's default with the README's spelling of it.
+// sameDefault compares a flag's default with the spelling of it in docs/configuration.md.
 func sameDefault(flagValue, readme string) bool {
 	if flagValue == readme {
 		return true

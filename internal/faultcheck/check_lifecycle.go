@@ -6,7 +6,7 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 )
 
-// checkLifecycle: each task's events follow the lifecycle (README, "Task
+// checkLifecycle: each task's events follow the lifecycle (docs/design.md, "Task
 // lifecycle"), and its attempt counter agrees with them.
 func checkLifecycle(p *parsed, r *Result) {
 	for _, id := range p.ids {
@@ -16,7 +16,7 @@ func checkLifecycle(p *parsed, r *Result) {
 	}
 }
 
-// transitions are the lifecycle's edges (README, "Task lifecycle"), with
+// transitions are the lifecycle's edges (docs/design.md, "Task lifecycle"), with
 // whether the lease epoch moves on each: claims, cancels, timeouts and
 // recoveries bump it; a finish, a retry and a release at shutdown do not.
 var transitions = map[[2]dockettype.State]string{
