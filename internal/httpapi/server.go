@@ -108,6 +108,11 @@ type Options struct {
 	// DefaultTenantLimit is the in-flight limit of a tenant the admin API
 	// creates; default defaults.TenantLimit; defaults.Unlimited (< 0): none.
 	DefaultTenantLimit int
+	// DefaultStorageQuota is the storage quota of a tenant without its own,
+	// as the admin API shows it; default defaults.TenantStorageQuota;
+	// defaults.Unlimited (< 0): none. The queue enforces it
+	// (queue.Config.StorageQuota).
+	DefaultStorageQuota int64
 
 	// Remote, when set, serves the worker API (/v1/worker/*).
 	Remote RemoteWorkers
@@ -149,6 +154,7 @@ type server struct {
 	clock        clockwork.Clock
 	version      string
 	tenantLimit  int
+	storageQuota int64 // 0: unlimited
 }
 
 // route is one endpoint of the contract.
@@ -215,6 +221,7 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		clock:        opts.Clock,
 		version:      opts.Version,
 		tenantLimit:  defaults.StoredTenantLimit(opts.DefaultTenantLimit),
+		storageQuota: defaults.StoredStorageQuota(opts.DefaultStorageQuota),
 	}
 	return s
 }

@@ -84,6 +84,11 @@ type Config struct {
 	// MaxResultBytes bounds a workflow's result: a larger one fails the
 	// task with result_too_large (not retried). Default 1 MiB.
 	MaxResultBytes int
+	// StorageQuota is the bytes a tenant without its own quota may keep
+	// (inputs, results, evidence; see docs/limits.md): a submission whose
+	// input would take it over is refused with storage_quota_exceeded.
+	// Default 1 GiB; Unlimited (-1) lifts it.
+	StorageQuota int64
 
 	RetryBackoffBase time.Duration // first retry delay; default 1s
 	RetryBackoffMax  time.Duration // default 5m
@@ -153,6 +158,9 @@ func (c *Config) setDefaults() error {
 	setInt(&c.HeartbeatBatch, 1000)
 	setDur(&c.QueryTimeout, 10*time.Second)
 	setInt(&c.MaxResultBytes, defaults.MaxResultBytes)
+	if c.StorageQuota == 0 {
+		c.StorageQuota = defaults.TenantStorageQuota
+	} // < 0: Unlimited, as the store reads it
 	setDur(&c.RetryBackoffBase, time.Second)
 	setDur(&c.RetryBackoffMax, 5*time.Minute)
 	setDur(&c.ShutdownGrace, defaults.ShutdownGrace)

@@ -233,6 +233,20 @@ type AdmitItem struct {
 	Queue Queue
 
 	PoolCapacity int // most non-terminal tasks in Pool; <= 0 means unlimited
+	// StorageQuota is the tenant's storage quota in bytes when its row sets
+	// none (the server's default); <= 0 means unlimited. The item is
+	// refused (StorageQuotaExceeded) when its input would take the bytes
+	// the tenant keeps (inputs, results, evidence) over the quota.
+	StorageQuota int64
+}
+
+// InputBytes is what an admitted item's input adds to its tenant's stored
+// bytes (a nil input is stored as "null").
+func (it *AdmitItem) InputBytes() int64 {
+	if it.Input == nil {
+		return int64(len("null"))
+	}
+	return int64(len(it.Input))
 }
 
 // QueueOf returns the queue an admitted item waits in.
@@ -247,11 +261,12 @@ func (it *AdmitItem) QueueOf() Queue {
 type AdmitOutcome int
 
 const (
-	Admitted            AdmitOutcome = iota + 1 // new task; Task is it
-	Replayed                                    // same key, same hash; Task is the earlier task
-	IdempotencyConflict                         // same key, different hash; Task is nil
-	QueueFull                                   // pool capacity reached
-	TenantQuotaExceeded                         // tenant in-flight limit reached
+	Admitted             AdmitOutcome = iota + 1 // new task; Task is it
+	Replayed                                     // same key, same hash; Task is the earlier task
+	IdempotencyConflict                          // same key, different hash; Task is nil
+	QueueFull                                    // pool capacity reached
+	TenantQuotaExceeded                          // tenant in-flight limit reached
+	StorageQuotaExceeded                         // the input would take the tenant's stored bytes over its quota
 )
 
 func (o AdmitOutcome) String() string {
@@ -266,6 +281,8 @@ func (o AdmitOutcome) String() string {
 		return "queue_full"
 	case TenantQuotaExceeded:
 		return "tenant_quota_exceeded"
+	case StorageQuotaExceeded:
+		return "storage_quota_exceeded"
 	}
 	return "unknown"
 }
@@ -483,6 +500,12 @@ type Tenant struct {
 	Weight      int
 	InFlight    int
 	CreatedAt   time.Time
+	// StorageQuota is the tenant's own storage quota in bytes (0:
+	// unlimited), nil when it has none and the server's default applies.
+	StorageQuota *int64
+	// StoredBytes is what the tenant keeps: the bytes of its tasks'
+	// inputs, results and evidence, until retention deletes them.
+	StoredBytes int64
 }
 
 // UpdateTenantParams changes the fields that are not nil.
@@ -491,7 +514,15 @@ type UpdateTenantParams struct {
 	Tenant      string
 	MaxInFlight *int
 	Weight      *int
+	// StorageQuota sets the tenant's storage quota in bytes (0:
+	// unlimited); NoStorageQuota removes it, so that the server's default
+	// applies again.
+	StorageQuota *int64
 }
+
+// NoStorageQuota, given as UpdateTenantParams.StorageQuota, removes the
+// tenant's own quota.
+const NoStorageQuota int64 = -1
 
 // CreateAPIKeyParams stores a hashed API key.
 type CreateAPIKeyParams struct {

@@ -59,8 +59,10 @@ func (s *Store) Close() error { return s.b.Close() }
 // in-flight counters, ready counts) so that a batch of N tasks writes them in
 // a handful of statements, in the lock order.
 type changes struct {
-	events   []Event
-	released map[counterKey]int64
+	events []Event
+	// released are the changes to release slots: in-flight counts and
+	// tenants' stored bytes.
+	released map[counterKey]counterChange
 	queued   map[queueKey]int
 	// readyQueues are the queues this transaction made work ready in.
 	readyQueues []store.Queue
@@ -68,13 +70,15 @@ type changes struct {
 
 type counterKey struct{ scope, key string }
 
+type counterChange struct{ n, bytes int64 }
+
 type queueKey struct {
 	queue  store.Queue
 	tenant string
 }
 
 func newChanges() *changes {
-	return &changes{released: map[counterKey]int64{}, queued: map[queueKey]int{}}
+	return &changes{released: map[counterKey]counterChange{}, queued: map[queueKey]int{}}
 }
 
 func (c *changes) event(taskID string, from, to dockettype.State, epoch int64, code dockettype.Code) {
@@ -84,8 +88,23 @@ func (c *changes) event(taskID string, from, to dockettype.State, epoch int64, c
 // release returns a terminal task's unit of its pool's capacity and of its
 // tenant's limit.
 func (c *changes) release(pool dockettype.Pool, tenant string) {
-	c.released[counterKey{ScopePool, string(pool)}]--
-	c.released[counterKey{ScopeTenant, tenant}]--
+	c.add(counterKey{ScopePool, string(pool)}, counterChange{n: -1})
+	c.add(counterKey{ScopeTenant, tenant}, counterChange{n: -1})
+}
+
+// stored counts bytes a tenant now keeps (a result, evidence) or no longer
+// keeps (negative: deleted).
+func (c *changes) stored(tenant string, bytes int64) {
+	if bytes != 0 {
+		c.add(counterKey{ScopeTenant, tenant}, counterChange{bytes: bytes})
+	}
+}
+
+func (c *changes) add(k counterKey, d counterChange) {
+	v := c.released[k]
+	v.n += d.n
+	v.bytes += d.bytes
+	c.released[k] = v
 }
 
 func (c *changes) ready(queue store.Queue, tenant string, n int) {
@@ -143,8 +162,8 @@ func (c *changes) flush(tx Tx, now time.Time) error {
 		})
 		deltas := make([]CounterDelta, 0, len(keys))
 		for _, k := range keys {
-			if n := c.released[k]; n != 0 {
-				deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: n})
+			if v := c.released[k]; v != (counterChange{}) {
+				deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: v.n, Bytes: v.bytes})
 			}
 		}
 		clear(c.released)
