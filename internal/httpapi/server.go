@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"net/http"
@@ -349,6 +350,13 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.exec.Ready(r.Context()); err != nil {
 		if clientGone(r) {
 			writeClientGone(w, r)
+			return
+		}
+		// The reason, when the service gives one: store_corrupt or
+		// writes_failing; any other failure is store_unavailable.
+		if de, ok := errors.AsType[*dockettype.Error](err); ok &&
+			(de.Code == dockettype.CodeStoreCorrupt || de.Code == dockettype.CodeWritesFailing) {
+			writeErrorStatus(w, r, http.StatusServiceUnavailable, de.Code, de.Message)
 			return
 		}
 		writeErrorStatus(w, r, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable, "the task store is unavailable")

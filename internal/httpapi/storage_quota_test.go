@@ -91,7 +91,7 @@ func TestStorageQuota(t *testing.T) {
 		}
 		mustSubmit(t, s.URL, s.Key, "k3", echoBody)
 
-		patch(`{"storage_quota_bytes":` + strconv.FormatInt(4*size+1, 10) + `}`).wantStatus(t, http.StatusOK)
+		patch(`{"storage_quota_bytes":`+strconv.FormatInt(4*size+1, 10)+`}`).wantStatus(t, http.StatusOK)
 		mustSubmit(t, s.URL, s.Key, "k4", echoBody)
 		submit(t, s.URL, s.Key, "k5", echoBody).wantError(t, http.StatusTooManyRequests, dockettype.CodeStorageQuotaExceeded)
 

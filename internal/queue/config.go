@@ -95,6 +95,10 @@ type Config struct {
 	ShutdownGrace    time.Duration // how long Stop lets running tasks finish; default 10s
 	ShutdownAbandon  time.Duration // how long Stop then waits for cancelled tasks before abandoning them; default 5s
 	RetryAfter       time.Duration // Retry-After on 429 answers; default 1s
+	// ReadyProbeInterval is how often Ready writes its probe row when the
+	// store has one (store.WriteProber), so that failing writes show on an
+	// idle node; default 10s. While writes fail it probes every second.
+	ReadyProbeInterval time.Duration
 
 	Clock clockwork.Clock // default real clock
 	// SyncClock corrects Clock by its offset to the store's clock
@@ -166,6 +170,7 @@ func (c *Config) setDefaults() error {
 	setDur(&c.ShutdownGrace, defaults.ShutdownGrace)
 	setDur(&c.ShutdownAbandon, 5*time.Second)
 	setDur(&c.RetryAfter, time.Second)
+	setDur(&c.ReadyProbeInterval, 10*time.Second)
 	setDur(&c.ClockSyncInterval, 30*time.Second)
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()

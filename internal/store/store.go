@@ -26,7 +26,9 @@ type Store interface {
 	Workers
 	Schedules
 
-	// Ping reports whether the database is reachable.
+	// Ping reports whether the database is reachable and usable: an error
+	// wrapping ErrCorrupt once any call found the database damaged, one
+	// wrapping ErrWritesFailing while writes fail (see WriteProber).
 	Ping(ctx context.Context) error
 	// DatabaseTime returns the database server's clock, so that a node can
 	// measure how far its own clock is from the one every node shares.
@@ -567,6 +569,15 @@ type RuleSet struct {
 	Hash        string
 	Body        []byte // nil in listings
 	PublishedAt time.Time
+}
+
+// WriteProber is the optional readiness probe of a store whose writes can
+// fail while its reads succeed (a full disk). A failed write of any call
+// makes Ping report ErrWritesFailing; only a probe that writes clears it,
+// since a call that writes nothing proves nothing.
+type WriteProber interface {
+	// ProbeWrite writes one small row in its own transaction.
+	ProbeWrite(ctx context.Context) error
 }
 
 // Vacuumer is the optional maintenance of a store whose live table needs

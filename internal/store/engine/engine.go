@@ -15,7 +15,12 @@ import (
 
 // Store is a store.Store made of a Backend and the engine's state machine.
 type Store struct {
-	b Backend
+	b Backend // the backend, watched by health
+	// raw is the backend itself, for its optional interfaces.
+	raw Backend
+	// health is what calls found about the database (see Ping); shared
+	// by forks.
+	health *health
 	// tenants holds the tenants known to exist with their counter rows
 	// (tenants are never deleted), so that admission skips creating them.
 	// Shared by forks.
@@ -23,8 +28,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Listener = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.Listener    = (*Store)(nil)
+	_ store.WriteProber = (*Store)(nil)
 )
 
 // Open is New for a backend's constructor: Open(OpenBackend(…)).
@@ -36,16 +42,20 @@ func Open(b Backend, err error) (*Store, error) {
 }
 
 // New returns the store that runs the engine on b.
-func New(b Backend) *Store { return &Store{b: b, tenants: &sync.Map{}} }
+func New(b Backend) *Store { return newStore(b, &health{}, &sync.Map{}) }
+
+func newStore(raw Backend, h *health, tenants *sync.Map) *Store {
+	return &Store{b: &watchedBackend{Backend: raw, h: h}, raw: raw, health: h, tenants: tenants}
+}
 
 // Fork returns a store on a fork of the backend (its own connection budget):
 // a *VacuumingStore when the backend vacuums (store.Vacuumer).
 func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
-	f, err := s.b.Fork(name, opts)
+	f, err := s.raw.Fork(name, opts)
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{b: f, tenants: s.tenants}
+	st := newStore(f, s.health, s.tenants)
 	if v, ok := f.(store.Vacuumer); ok {
 		return &VacuumingStore{Store: st, v: v}, nil
 	}
@@ -223,7 +233,7 @@ func ts(t time.Time) time.Time { return t.Truncate(time.Millisecond).UTC() }
 // backend that has none (one node), it delivers nothing and returns when
 // ctx ends.
 func (s *Store) Listen(ctx context.Context, fn func(store.Notification)) error {
-	if l, ok := s.b.(store.Listener); ok {
+	if l, ok := s.raw.(store.Listener); ok {
 		return l.Listen(ctx, fn)
 	}
 	<-ctx.Done()
