@@ -61,6 +61,10 @@ type Config struct {
 	// task with result_too_large. Default 1 MiB.
 	MaxResultBytes    int
 	SQLiteSynchronous string // full (default) or normal
+	// AllowForeignDatabase installs Docket's tables in a database (a
+	// PostgreSQL schema) that holds other tables and no Docket migration
+	// record; without it New refuses such a database.
+	AllowForeignDatabase bool
 
 	// DefaultTenantLimit is the in-flight limit of a tenant created on
 	// first use (the demo tenant, a tenant the admin API creates); tenants

@@ -46,10 +46,11 @@ type Config struct {
 	DefaultTimeout    time.Duration
 	ShutdownGrace     time.Duration
 
-	MaxBodyBytes      int64
-	MaxBatchBytes     int64
-	MaxResultBytes    int
-	SQLiteSynchronous string
+	MaxBodyBytes         int64
+	MaxBatchBytes        int64
+	MaxResultBytes       int
+	SQLiteSynchronous    string
+	AllowForeignDatabase bool
 
 	DefaultTenantLimit          int
 	TenantStorageQuota          int64
