@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/docket-dev/docket/internal/store/migration"
 	"github.com/docket-dev/docket/internal/store/postgres"
 	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
+	"github.com/docket-dev/docket/internal/store/storetest"
 )
 
 // foreignSchema makes a schema holding another application's tables.
@@ -73,4 +75,23 @@ func TestMigrateFailureNamesTheMigrationAndCode(t *testing.T) {
 	if err != nil && strings.Contains(err.Error(), "already exists") {
 		t.Errorf("the error carries the server's text: %v", err)
 	}
+}
+
+// The storage-quota migration counts what an upgraded database keeps.
+func TestStorageQuotaMigrationCountsWhatIsKept(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	st := pgtest.Open(t, url, schema)
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "SET search_path = "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	storetest.RunStorageBackfill(t, st, "migrations/009_storage_quota.sql", func(ctx context.Context, q string) error {
+		_, err := conn.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol)
+		return err
+	})
 }

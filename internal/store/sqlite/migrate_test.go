@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/docket-dev/docket/internal/store/migration"
 	"github.com/docket-dev/docket/internal/store/sqlite"
+	"github.com/docket-dev/docket/internal/store/storetest"
 )
 
 // foreignFile makes a SQLite file with another application's tables.
@@ -79,4 +81,23 @@ func TestMigrateErrorsSayWhatWasFound(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a SQLite database") || !strings.Contains(err.Error(), "SQLite code 26") {
 		t.Errorf("open a file that is not a database: %v", err)
 	}
+}
+
+// The storage-quota migration counts what an upgraded database keeps.
+func TestStorageQuotaMigrationCountsWhatIsKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docket.db")
+	st, err := sqlite.Open(t.Context(), path, sqlite.Options{Synchronous: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.RunStorageBackfill(t, st, "migrations/007_storage_quota.sql", func(ctx context.Context, q string) error {
+		_, err := db.ExecContext(ctx, q)
+		return err
+	})
 }
