@@ -10,7 +10,8 @@ import (
 )
 
 // Unlimited, given to a limit of Config (a pool's capacity,
-// DefaultTenantLimit, MaxWaits, MaxWaitsPerTenant) or to Retention, lifts
+// DefaultTenantLimit, TenantStorageQuota, MaxWaits, MaxWaitsPerTenant) or
+// to Retention, lifts
 // it. The CLI's flags spell it -1 too.
 const Unlimited = -1
 
@@ -60,11 +61,21 @@ type Config struct {
 	// task with result_too_large. Default 1 MiB.
 	MaxResultBytes    int
 	SQLiteSynchronous string // full (default) or normal
+	// AllowForeignDatabase installs Docket's tables in a database (a
+	// PostgreSQL schema) that holds other tables and no Docket migration
+	// record; without it New refuses such a database.
+	AllowForeignDatabase bool
 
 	// DefaultTenantLimit is the in-flight limit of a tenant created on
 	// first use (the demo tenant, a tenant the admin API creates); tenants
 	// that exist keep theirs. Default 1000; Unlimited: none.
 	DefaultTenantLimit int
+	// TenantStorageQuota is the bytes a tenant without its own quota may
+	// keep: the inputs, results and evidence of its tasks, finished ones
+	// included until retention deletes them. A submission that would take
+	// it over is refused (429 storage_quota_exceeded); see docs/limits.md.
+	// Default 1 GiB; Unlimited: none.
+	TenantStorageQuota int64
 	// MaxConnections bounds open client connections; default 4096. It is
 	// lowered to fit the process's open-file limit.
 	MaxConnections int

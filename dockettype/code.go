@@ -17,9 +17,20 @@ const (
 	CodeBuiltinWorkflow     Code = "builtin_workflow"      // 409: the name is a workflow compiled into the server (it cannot be registered or removed as a remote one)
 	CodeQueueFull           Code = "queue_full"            // 429: the pool's capacity is reached
 	CodeTenantQuotaExceeded Code = "tenant_quota_exceeded" // 429: the tenant's in-flight limit is reached
-	CodeTooManyRequests     Code = "too_many_requests"     // 429: too many concurrent long polls, for the tenant or the server; or every connection of the store is in use
-	CodeStoreUnavailable    Code = "store_unavailable"     // 503: the database cannot be reached
-	CodeInternal            Code = "internal"              // 500: an unexpected server fault (logged by code only)
+	// 429: the tenant keeps as many bytes (inputs, results, evidence) as
+	// its storage quota allows; retention frees them.
+	CodeStorageQuotaExceeded Code = "storage_quota_exceeded"
+	CodeTooManyRequests      Code = "too_many_requests" // 429: too many concurrent long polls, for the tenant or the server; or every connection of the store is in use
+	CodeStoreUnavailable     Code = "store_unavailable" // 503: the database cannot be reached
+	CodeInternal             Code = "internal"          // 500: an unexpected server fault (logged by code only)
+	// 503 from GET /readyz: the store reported its file corrupt (SQLite
+	// SQLITE_CORRUPT, SQLITE_NOTADB); the node stays not ready until it is
+	// restarted on a sound database.
+	CodeStoreCorrupt Code = "store_corrupt"
+	// 503 from GET /readyz: the store's writes fail (a full disk, a
+	// read-only file) while it still answers reads; ready again once a
+	// write succeeds.
+	CodeWritesFailing Code = "writes_failing"
 
 	CodeLeaseLost        Code = "lease_lost"        // task: attempts exhausted after lease expiries
 	CodeWorkerPanic      Code = "worker_panic"      // task: the workflow panicked
@@ -37,7 +48,8 @@ const (
 var Codes = []Code{
 	CodeUnauthenticated, CodeForbidden, CodeInvalidRequest, CodeUnknownWorkflow,
 	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeBuiltinWorkflow, CodeQueueFull,
-	CodeTenantQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal,
+	CodeTenantQuotaExceeded, CodeStorageQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal,
+	CodeStoreCorrupt, CodeWritesFailing,
 	CodeLeaseLost, CodeWorkerPanic, CodeDeadlineExceeded, CodeCancelled,
 	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeResultTooLarge, CodeStaleLease,
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -308,11 +309,13 @@ func tenantsSetLimitsCmd(args []string, stdout, stderr io.Writer) error {
 	tenant := fs.String("tenant", "", "tenant to configure (created if missing)")
 	maxInFlight := fs.Int("max-in-flight", 0, fmt.Sprintf("most non-terminal tasks of the tenant (%d, or 0 as the API spells it: unlimited); unchanged when not given", defaults.Unlimited))
 	weight := fs.Int("weight", 1, "dispatch weight relative to other tenants (>= 1); unchanged when not given")
+	storageQuota := fs.String("storage-quota-bytes", "", fmt.Sprintf("the tenant's own storage quota in bytes (%d, or 0 as the API spells it: unlimited; \"default\": the server's); unchanged when not given", defaults.Unlimited))
 	defaultLimit := defaultTenantLimitFlag(fs)
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	change := &tenantlimits.Change{Now: time.Now(), Tenant: *tenant, DefaultMaxInFlight: defaults.StoredTenantLimit(*defaultLimit)}
+	var quotaErr error
 	// Flags given on the command line or by their environment variable.
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -323,8 +326,13 @@ func tenantsSetLimitsCmd(args []string, stdout, stderr io.Writer) error {
 			change.MaxInFlight = maxInFlight
 		case "weight":
 			change.Weight = weight
+		case "storage-quota-bytes":
+			change.StorageQuota, quotaErr = storageQuotaFlag(*storageQuota)
 		}
 	})
+	if quotaErr != nil {
+		return quotaErr
+	}
 	if err := change.Validate(); err != nil {
 		return errors.New(messageOf(err))
 	}
@@ -338,8 +346,34 @@ func tenantsSetLimitsCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return errors.New(messageOf(err))
 	}
-	fmt.Fprintf(stdout, "tenant %s: max in flight %s, weight %d\n", t.ID, limitText(t.MaxInFlight), t.Weight)
+	fmt.Fprintf(stdout, "tenant %s: max in flight %s, weight %d", t.ID, limitText(t.MaxInFlight), t.Weight)
+	if change.StorageQuota != nil {
+		quota := "the server's default"
+		if t.StorageQuota != nil {
+			quota = limitText(int(*t.StorageQuota)) + " bytes"
+			if *t.StorageQuota == 0 {
+				quota = "unlimited"
+			}
+		}
+		fmt.Fprintf(stdout, ", storage quota %s (%d bytes stored)", quota, t.StoredBytes)
+	}
+	fmt.Fprintln(stdout)
 	return nil
+}
+
+// storageQuotaFlag reads --storage-quota-bytes: bytes, Unlimited (or 0)
+// for unlimited, "default" for the server's default.
+func storageQuotaFlag(v string) (*int64, error) {
+	if v == "default" {
+		q := store.NoStorageQuota
+		return &q, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < defaults.Unlimited {
+		return nil, fmt.Errorf("--storage-quota-bytes must be a number of bytes, %d (unlimited) or \"default\"", defaults.Unlimited)
+	}
+	n = max(n, 0) // the store's and the API's unlimited
+	return &n, nil
 }
 
 const rulesUsage = `usage: docket rules publish [flags] FILE

@@ -47,7 +47,11 @@ func serveFlags(fs *flag.FlagSet) *node.Config {
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", defaults.MaxBatchBytes, "largest body of POST /v1/tasks/batch")
 	fs.IntVar(&cfg.MaxResultBytes, "max-result-bytes", defaults.MaxResultBytes, "largest workflow result; a larger one fails the task with result_too_large")
 	fs.StringVar(&cfg.SQLiteSynchronous, "sqlite-synchronous", defaults.SQLiteSynchronous, "SQLite durability: full (fsync every commit) or normal")
+	fs.BoolVar(&cfg.AllowForeignDatabase, "allow-foreign-database", false,
+		"install Docket's tables in a database (PostgreSQL: schema) that holds other tables and no Docket migration record")
 	fs.IntVar(&cfg.DefaultTenantLimit, "default-tenant-limit", defaults.TenantLimit, defaultTenantLimitUsage)
+	fs.Int64Var(&cfg.TenantStorageQuota, "tenant-storage-quota", defaults.TenantStorageQuota,
+		fmt.Sprintf("bytes of inputs, results and evidence a tenant without its own quota may keep (%d: unlimited); see docs/limits.md", unlimited))
 	fs.IntVar(&cfg.MaxConnections, "max-connections", defaults.MaxConnections, "most open client connections (lowered to fit the open-file limit); more wait to be accepted")
 	durationVar(fs, &cfg.BodyTimeout, "body-timeout", defaults.BodyTimeout, "how long a client may take to send a request body")
 	fs.IntVar(&cfg.MaxWaits, "max-waits", defaults.MaxWaits, fmt.Sprintf("most long polls (?wait=) held at once on this node (%d: no bound); more are answered 429", unlimited))

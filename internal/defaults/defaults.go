@@ -9,8 +9,8 @@
 //
 //   - zero means "use the default" (this table);
 //   - Unlimited (-1) lifts a limit: a pool's capacity, a tenant's default
-//     in-flight limit, the long polls held at once, and retention (keep
-//     finished tasks forever);
+//     in-flight limit and storage quota, the long polls held at once, and
+//     retention (keep finished tasks forever);
 //   - NoWorkers (-1) gives a pool no workers on this node (it still
 //     admits tasks, which other nodes run).
 //
@@ -88,6 +88,10 @@ const (
 const (
 	// TenantLimit is the in-flight limit of a tenant created on first use.
 	TenantLimit = 1000
+	// TenantStorageQuota is the bytes a tenant may keep (inputs, results
+	// and evidence of its tasks, finished ones included until retention
+	// deletes them) unless its own quota says otherwise: 1 GiB.
+	TenantStorageQuota int64 = 1 << 30
 )
 
 // HTTP.
@@ -122,6 +126,19 @@ func StoredTenantLimit(v int) int {
 	switch {
 	case v == 0:
 		return TenantLimit
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// StoredStorageQuota returns the storage quota the store applies to a
+// tenant without its own, for a setting v: the default for 0, 0 (the
+// store's and the API's spelling of unlimited) for Unlimited, else v.
+func StoredStorageQuota(v int64) int64 {
+	switch {
+	case v == 0:
+		return TenantStorageQuota
 	case v < 0:
 		return 0
 	}

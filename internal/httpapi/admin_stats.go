@@ -53,7 +53,7 @@ func (s *server) stats(w http.ResponseWriter, r *http.Request, _ dockettype.Prin
 	}
 	cfg := s.node.Config()
 	capacity := map[dockettype.Pool]int{dockettype.PoolOnline: cfg.Online.Capacity, dockettype.PoolOffline: cfg.Offline.Capacity}
-	out := statsBody{Pools: []poolStatsBody{}, Tenants: tenantsOf(st.Tenants), Schedulers: []schedulerStatsBody{}}
+	out := statsBody{Pools: []poolStatsBody{}, Tenants: tenantsOf(st.Tenants, s.storageQuota), Schedulers: []schedulerStatsBody{}}
 	workers := map[dockettype.Pool]poolStatsBody{}
 	for _, ws := range s.node.WorkerStats() {
 		workers[ws.Pool] = poolStatsBody{Workers: ws.Workers, Busy: ws.Busy}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -8,27 +9,39 @@ import (
 	"github.com/docket-dev/docket/internal/tenantlimits"
 )
 
-// tenantBody is a tenant as the admin API shows it. MaxInFlight 0 means
-// unlimited.
+// tenantBody is a tenant as the admin API shows it. MaxInFlight and
+// StorageQuotaBytes 0 mean unlimited.
 type tenantBody struct {
 	ID          string `json:"id"`
 	MaxInFlight int    `json:"max_in_flight"`
 	Weight      int    `json:"weight"`
 	InFlight    int    `json:"in_flight"`
+	// StorageQuotaBytes is the quota that applies: the tenant's own, or
+	// the server's default (StorageQuotaDefault).
+	StorageQuotaBytes   int64 `json:"storage_quota_bytes"`
+	StorageQuotaDefault bool  `json:"storage_quota_default"`
+	StorageBytes        int64 `json:"storage_bytes"`
 }
 
 type tenantsBody struct {
 	Tenants []tenantBody `json:"tenants"`
 }
 
-func tenantOf(t *store.Tenant) tenantBody {
-	return tenantBody{ID: t.ID, MaxInFlight: t.MaxInFlight, Weight: t.Weight, InFlight: t.InFlight}
+// tenantOf shows t; defaultQuota is the server's storage quota (0:
+// unlimited), which applies when t has none of its own.
+func tenantOf(t *store.Tenant, defaultQuota int64) tenantBody {
+	b := tenantBody{ID: t.ID, MaxInFlight: t.MaxInFlight, Weight: t.Weight, InFlight: t.InFlight,
+		StorageQuotaBytes: defaultQuota, StorageQuotaDefault: true, StorageBytes: t.StoredBytes}
+	if t.StorageQuota != nil {
+		b.StorageQuotaBytes, b.StorageQuotaDefault = *t.StorageQuota, false
+	}
+	return b
 }
 
-func tenantsOf(ts []*store.Tenant) []tenantBody {
+func tenantsOf(ts []*store.Tenant, defaultQuota int64) []tenantBody {
 	out := make([]tenantBody, len(ts))
 	for i, t := range ts {
-		out[i] = tenantOf(t)
+		out[i] = tenantOf(t, defaultQuota)
 	}
 	return out
 }
@@ -45,7 +58,7 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request, _ dockettyp
 		writeError(w, r, s.adminStoreError(r.Context(), "list_tenants", err))
 		return
 	}
-	writeJSON(w, r, http.StatusOK, tenantsBody{Tenants: tenantsOf(ts)})
+	writeJSON(w, r, http.StatusOK, tenantsBody{Tenants: tenantsOf(ts, s.storageQuota)})
 }
 
 // patchTenant serves PATCH /v1/admin/tenants/{id}: only the fields given
@@ -64,7 +77,7 @@ func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettyp
 		writeError(w, r, err)
 		return
 	}
-	raw, err := decodeObject(body, map[string]bool{"max_in_flight": true, "weight": true}, "the request body")
+	raw, err := decodeObject(body, map[string]bool{"max_in_flight": true, "weight": true, "storage_quota_bytes": true}, "the request body")
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -78,10 +91,30 @@ func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettyp
 			}
 		}
 	}
+	if v, ok := raw["storage_quota_bytes"]; ok {
+		if change.StorageQuota, err = decodeStorageQuota(v); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
 	t, err := tenantlimits.Apply(r.Context(), s.adminStore, change)
 	if err != nil {
 		writeError(w, r, s.adminStoreError(r.Context(), "update_tenant", err))
 		return
 	}
-	writeJSON(w, r, http.StatusOK, tenantOf(t))
+	writeJSON(w, r, http.StatusOK, tenantOf(t, s.storageQuota))
+}
+
+// decodeStorageQuota reads storage_quota_bytes: a byte count (0:
+// unlimited), or null for the server's default.
+func decodeStorageQuota(v json.RawMessage) (*int64, error) {
+	if string(v) == "null" {
+		q := store.NoStorageQuota
+		return &q, nil
+	}
+	var n int64
+	if err := json.Unmarshal(v, &n); err != nil || n < 0 {
+		return nil, invalidRequest("storage_quota_bytes must be an integer >= 0 (0: unlimited), or null for the server's default")
+	}
+	return &n, nil
 }

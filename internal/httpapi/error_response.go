@@ -20,19 +20,22 @@ const internalMessage = "internal server error"
 // statusOf maps the API's error codes to HTTP statuses. Codes not listed
 // (task-only codes, internal) are answered as 500 internal.
 var statusOf = map[dockettype.Code]int{
-	dockettype.CodeInvalidRequest:      http.StatusBadRequest,
-	dockettype.CodeUnknownWorkflow:     http.StatusBadRequest,
-	dockettype.CodeUnauthenticated:     http.StatusUnauthorized,
-	dockettype.CodeForbidden:           http.StatusForbidden,
-	dockettype.CodeNotFound:            http.StatusNotFound,
-	dockettype.CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
-	dockettype.CodeIdempotencyConflict: http.StatusConflict,
-	dockettype.CodeBuiltinWorkflow:     http.StatusConflict,
-	dockettype.CodePayloadTooLarge:     http.StatusRequestEntityTooLarge,
-	dockettype.CodeQueueFull:           http.StatusTooManyRequests,
-	dockettype.CodeTenantQuotaExceeded: http.StatusTooManyRequests,
-	dockettype.CodeTooManyRequests:     http.StatusTooManyRequests,
-	dockettype.CodeStoreUnavailable:    http.StatusServiceUnavailable,
+	dockettype.CodeInvalidRequest:       http.StatusBadRequest,
+	dockettype.CodeUnknownWorkflow:      http.StatusBadRequest,
+	dockettype.CodeUnauthenticated:      http.StatusUnauthorized,
+	dockettype.CodeForbidden:            http.StatusForbidden,
+	dockettype.CodeNotFound:             http.StatusNotFound,
+	dockettype.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	dockettype.CodeIdempotencyConflict:  http.StatusConflict,
+	dockettype.CodeBuiltinWorkflow:      http.StatusConflict,
+	dockettype.CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	dockettype.CodeQueueFull:            http.StatusTooManyRequests,
+	dockettype.CodeTenantQuotaExceeded:  http.StatusTooManyRequests,
+	dockettype.CodeStorageQuotaExceeded: http.StatusTooManyRequests,
+	dockettype.CodeTooManyRequests:      http.StatusTooManyRequests,
+	dockettype.CodeStoreUnavailable:     http.StatusServiceUnavailable,
+	dockettype.CodeStoreCorrupt:         http.StatusServiceUnavailable,
+	dockettype.CodeWritesFailing:        http.StatusServiceUnavailable,
 }
 
 type errorBody struct {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"net/http"
@@ -108,6 +109,11 @@ type Options struct {
 	// DefaultTenantLimit is the in-flight limit of a tenant the admin API
 	// creates; default defaults.TenantLimit; defaults.Unlimited (< 0): none.
 	DefaultTenantLimit int
+	// DefaultStorageQuota is the storage quota of a tenant without its own,
+	// as the admin API shows it; default defaults.TenantStorageQuota;
+	// defaults.Unlimited (< 0): none. The queue enforces it
+	// (queue.Config.StorageQuota).
+	DefaultStorageQuota int64
 
 	// Remote, when set, serves the worker API (/v1/worker/*).
 	Remote RemoteWorkers
@@ -149,6 +155,7 @@ type server struct {
 	clock        clockwork.Clock
 	version      string
 	tenantLimit  int
+	storageQuota int64 // 0: unlimited
 }
 
 // route is one endpoint of the contract.
@@ -215,6 +222,7 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		clock:        opts.Clock,
 		version:      opts.Version,
 		tenantLimit:  defaults.StoredTenantLimit(opts.DefaultTenantLimit),
+		storageQuota: defaults.StoredStorageQuota(opts.DefaultStorageQuota),
 	}
 	return s
 }
@@ -342,6 +350,13 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.exec.Ready(r.Context()); err != nil {
 		if clientGone(r) {
 			writeClientGone(w, r)
+			return
+		}
+		// The reason, when the service gives one: store_corrupt or
+		// writes_failing; any other failure is store_unavailable.
+		if de, ok := errors.AsType[*dockettype.Error](err); ok &&
+			(de.Code == dockettype.CodeStoreCorrupt || de.Code == dockettype.CodeWritesFailing) {
+			writeErrorStatus(w, r, http.StatusServiceUnavailable, de.Code, de.Message)
 			return
 		}
 		writeErrorStatus(w, r, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable, "the task store is unavailable")

@@ -121,8 +121,11 @@ func Check(t testing.TB, logs string) {
 func Problems(logs string) []string {
 	var out []string
 	for _, line := range strings.Split(logs, "\n") {
+		// The database a refusal came from is a value of a closed set
+		// (storefailure's "db" attribute), not database text.
+		checked := strings.ReplaceAll(line, `"db":"sqlite"`, `"db":""`)
 		for _, f := range forbidden {
-			if strings.Contains(line, f) {
+			if strings.Contains(checked, f) {
 				out = append(out, fmt.Sprintf("log line leaks %q: %s", f, line))
 			}
 		}

@@ -24,6 +24,14 @@ type PoolQueue struct {
 	OldestQueuedAt *time.Time
 }
 
+// QueueRead is what one store read of ObserveQueue says.
+type QueueRead struct {
+	Pools []PoolQueue
+	// StoredBytes is what every tenant keeps together: the bytes of
+	// inputs, results and evidence counted against storage quotas.
+	StoredBytes int64
+}
+
 // Defaults of QueueGauges.
 const (
 	DefaultQueueReadTimeout = 2 * time.Second
@@ -32,8 +40,9 @@ const (
 
 // QueueGauges configures ObserveQueue.
 type QueueGauges struct {
-	// Read returns the pools as the store counts them (store.Stats).
-	Read func(ctx context.Context) ([]PoolQueue, error)
+	// Read returns the pools and stored bytes as the store counts them
+	// (store.Stats).
+	Read func(ctx context.Context) (QueueRead, error)
 	// Now is the node's clock: it dates reads and measures ages.
 	Now func() time.Time
 	// Timeout bounds one Read; default DefaultQueueReadTimeout.
@@ -49,7 +58,8 @@ type QueueGauges struct {
 // labelled by pool only: docket_pool_queued, docket_pool_running,
 // docket_pool_in_flight, docket_pool_capacity and
 // docket_pool_capacity_in_use_ratio (pools with a capacity), and
-// docket_pool_oldest_queued_age_seconds (0 when nothing waits). A read that
+// docket_pool_oldest_queued_age_seconds (0 when nothing waits), and
+// docket_stored_bytes, unlabelled (tenants are never a label). A read that
 // fails or times out is counted in docket_store_errors_total
 // (operation="stats") and the scrape shows none of these gauges. Call it
 // once per Metrics.
@@ -71,6 +81,7 @@ var (
 	poolInUseDesc    = prometheus.NewDesc("docket_pool_capacity_in_use_ratio", "In-flight tasks of a pool over its capacity (0 to 1).", []string{"pool"}, nil)
 	poolOldestDesc   = prometheus.NewDesc("docket_pool_oldest_queued_age_seconds", "Age of the oldest task of a pool waiting to run (0 when none waits).", []string{"pool"}, nil)
 	remoteLeasesDesc = prometheus.NewDesc("docket_remote_leases", "Tasks of a pool running in remote workers (all nodes).", []string{"pool"}, nil)
+	storedBytesDesc  = prometheus.NewDesc("docket_stored_bytes", "Bytes of task inputs, results and evidence every tenant keeps (what storage quotas count), all nodes.", nil, nil)
 )
 
 // queueCollector reads the store at scrape time through a small cache:
@@ -81,26 +92,27 @@ type queueCollector struct {
 
 	mu     sync.Mutex
 	readAt time.Time
-	pools  []PoolQueue
+	last   QueueRead
 	err    error
 	valid  bool // a read (or a failure) is cached
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{poolQueuedDesc, poolRunningDesc, poolInFlightDesc, poolCapacityDesc, poolInUseDesc, poolOldestDesc, remoteLeasesDesc} {
+	for _, d := range []*prometheus.Desc{poolQueuedDesc, poolRunningDesc, poolInFlightDesc, poolCapacityDesc, poolInUseDesc, poolOldestDesc, remoteLeasesDesc, storedBytesDesc} {
 		ch <- d
 	}
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	pools, now, err := c.read()
+	read, now, err := c.read()
 	if err != nil {
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(storedBytesDesc, prometheus.GaugeValue, float64(read.StoredBytes))
 	gauge := func(d *prometheus.Desc, v float64, p dockettype.Pool) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, string(p))
 	}
-	for _, p := range pools {
+	for _, p := range read.Pools {
 		gauge(poolQueuedDesc, float64(p.Queued), p.Pool)
 		gauge(poolRunningDesc, float64(p.Running), p.Pool)
 		gauge(poolInFlightDesc, float64(p.InFlight), p.Pool)
@@ -119,20 +131,20 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 
 // read returns the cached read when it is recent enough, or reads the
 // store (one scrape at a time) and caches the outcome.
-func (c *queueCollector) read() ([]PoolQueue, time.Time, error) {
+func (c *queueCollector) read() (QueueRead, time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.cfg.Now()
 	if c.valid && now.Sub(c.readAt) < c.cfg.MaxAge {
-		return c.pools, now, c.err
+		return c.last, now, c.err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
-	pools, err := c.cfg.Read(ctx)
+	read, err := c.cfg.Read(ctx)
 	if err != nil {
 		c.storeErrors.Inc()
-		pools = nil
+		read = QueueRead{}
 	}
-	c.readAt, c.pools, c.err, c.valid = now, pools, err, true
-	return pools, now, err
+	c.readAt, c.last, c.err, c.valid = now, read, err, true
+	return read, now, err
 }

@@ -29,18 +29,18 @@ func TestQueueGauges(t *testing.T) {
 	var fail atomic.Bool
 	m.ObserveQueue(metrics.QueueGauges{
 		Now: clock.Now,
-		Read: func(ctx context.Context) ([]metrics.PoolQueue, error) {
+		Read: func(ctx context.Context) (metrics.QueueRead, error) {
 			reads.Add(1)
 			if _, ok := ctx.Deadline(); !ok {
 				t.Error("the store read has no timeout")
 			}
 			if fail.Load() {
-				return nil, errors.New("down")
+				return metrics.QueueRead{}, errors.New("down")
 			}
-			return []metrics.PoolQueue{
+			return metrics.QueueRead{Pools: []metrics.PoolQueue{
 				{Pool: dockettype.PoolOnline, Capacity: 200, InFlight: 50, Queued: 40, Running: 10, OldestQueuedAt: &oldest},
 				{Pool: dockettype.PoolOffline, Capacity: 0, InFlight: 0},
-			}, nil
+			}, StoredBytes: 123456}, nil
 		},
 	})
 	want := `
@@ -66,9 +66,12 @@ docket_pool_queued{pool="online"} 40
 # TYPE docket_pool_running gauge
 docket_pool_running{pool="offline"} 0
 docket_pool_running{pool="online"} 10
+# HELP docket_stored_bytes Bytes of task inputs, results and evidence every tenant keeps (what storage quotas count), all nodes.
+# TYPE docket_stored_bytes gauge
+docket_stored_bytes 123456
 `
 	names := []string{"docket_pool_capacity", "docket_pool_capacity_in_use_ratio", "docket_pool_in_flight",
-		"docket_pool_oldest_queued_age_seconds", "docket_pool_queued", "docket_pool_running"}
+		"docket_pool_oldest_queued_age_seconds", "docket_pool_queued", "docket_pool_running", "docket_stored_bytes"}
 	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}

@@ -46,12 +46,14 @@ type Config struct {
 	DefaultTimeout    time.Duration
 	ShutdownGrace     time.Duration
 
-	MaxBodyBytes      int64
-	MaxBatchBytes     int64
-	MaxResultBytes    int
-	SQLiteSynchronous string
+	MaxBodyBytes         int64
+	MaxBatchBytes        int64
+	MaxResultBytes       int
+	SQLiteSynchronous    string
+	AllowForeignDatabase bool
 
 	DefaultTenantLimit          int
+	TenantStorageQuota          int64
 	MaxConnections              int
 	BodyTimeout                 time.Duration
 	MaxWaits, MaxWaitsPerTenant int
@@ -125,6 +127,7 @@ func (c *Config) queueConfig(clock clockwork.Clock, m *metrics.Metrics) queue.Co
 		DefaultTimeout:    c.DefaultTimeout,
 		ShutdownGrace:     c.ShutdownGrace,
 		MaxResultBytes:    c.MaxResultBytes,
+		StorageQuota:      c.TenantStorageQuota,
 		Clock:             clock,
 		// Nodes sharing PostgreSQL judge leases and deadlines by its clock.
 		SyncClock:       dsn.IsPostgres(c.DB),
@@ -148,5 +151,7 @@ func (c *Config) apiOptions(clock clockwork.Clock, m *metrics.Metrics, version s
 		MaxWaits:           c.MaxWaits,
 		MaxWaitsPerTenant:  c.MaxWaitsPerTenant,
 		DefaultTenantLimit: c.DefaultTenantLimit,
+		// The API shows the quota the queue enforces.
+		DefaultStorageQuota: c.TenantStorageQuota,
 	}
 }

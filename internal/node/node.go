@@ -56,7 +56,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 	if opts.Version == "" {
 		opts.Version = "devel"
 	}
-	st, err := storeopen.Open(ctx, cfg.DB, storeopen.Options{SQLiteSynchronous: cfg.SQLiteSynchronous})
+	st, err := storeopen.Open(ctx, cfg.DB, storeopen.Options{SQLiteSynchronous: cfg.SQLiteSynchronous,
+		AllowForeignDatabase: cfg.AllowForeignDatabase})
 	if err != nil {
 		return nil, err
 	}

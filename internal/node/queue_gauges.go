@@ -21,7 +21,8 @@ func (n *Node) observePools() {
 
 // observeQueue registers the gauges read from the store at scrape time
 // (queued, running, in flight, capacity in use and oldest queued age per
-// pool; at most one read per second whatever the scrape rate) and the
+// pool, and the bytes all tenants keep; at most one read per second
+// whatever the scrape rate) and the
 // scheduler lag gauge.
 func (n *Node) observeQueue() {
 	cfg := n.svc.Config()
@@ -29,16 +30,19 @@ func (n *Node) observeQueue() {
 	log := n.log.With("component", "metrics")
 	n.metrics.ObserveQueue(metrics.QueueGauges{
 		Now: n.clock.Now,
-		Read: func(ctx context.Context) ([]metrics.PoolQueue, error) {
+		Read: func(ctx context.Context) (metrics.QueueRead, error) {
 			st, err := n.store.Stats(ctx)
 			if err != nil {
 				log.WarnContext(ctx, "pool gauges not read", "code", dockettype.CodeStoreUnavailable, "op", "stats")
-				return nil, err
+				return metrics.QueueRead{}, err
 			}
-			out := make([]metrics.PoolQueue, len(st.Pools))
+			out := metrics.QueueRead{Pools: make([]metrics.PoolQueue, len(st.Pools))}
 			for i, p := range st.Pools {
-				out[i] = metrics.PoolQueue{Pool: p.Pool, Capacity: capacity[p.Pool], InFlight: p.InFlight,
+				out.Pools[i] = metrics.PoolQueue{Pool: p.Pool, Capacity: capacity[p.Pool], InFlight: p.InFlight,
 					Queued: p.Queued, Running: p.Running, RemoteRunning: p.RemoteRunning, OldestQueuedAt: p.OldestQueuedAt}
+			}
+			for _, t := range st.Tenants {
+				out.StoredBytes += t.StoredBytes
 			}
 			return out, nil
 		},

@@ -84,12 +84,21 @@ type Config struct {
 	// MaxResultBytes bounds a workflow's result: a larger one fails the
 	// task with result_too_large (not retried). Default 1 MiB.
 	MaxResultBytes int
+	// StorageQuota is the bytes a tenant without its own quota may keep
+	// (inputs, results, evidence; see docs/limits.md): a submission whose
+	// input would take it over is refused with storage_quota_exceeded.
+	// Default 1 GiB; Unlimited (-1) lifts it.
+	StorageQuota int64
 
 	RetryBackoffBase time.Duration // first retry delay; default 1s
 	RetryBackoffMax  time.Duration // default 5m
 	ShutdownGrace    time.Duration // how long Stop lets running tasks finish; default 10s
 	ShutdownAbandon  time.Duration // how long Stop then waits for cancelled tasks before abandoning them; default 5s
 	RetryAfter       time.Duration // Retry-After on 429 answers; default 1s
+	// ReadyProbeInterval is how often Ready writes its probe row when the
+	// store has one (store.WriteProber), so that failing writes show on an
+	// idle node; default 10s. While writes fail it probes every second.
+	ReadyProbeInterval time.Duration
 
 	Clock clockwork.Clock // default real clock
 	// SyncClock corrects Clock by its offset to the store's clock
@@ -153,11 +162,15 @@ func (c *Config) setDefaults() error {
 	setInt(&c.HeartbeatBatch, 1000)
 	setDur(&c.QueryTimeout, 10*time.Second)
 	setInt(&c.MaxResultBytes, defaults.MaxResultBytes)
+	if c.StorageQuota == 0 {
+		c.StorageQuota = defaults.TenantStorageQuota
+	} // < 0: Unlimited, as the store reads it
 	setDur(&c.RetryBackoffBase, time.Second)
 	setDur(&c.RetryBackoffMax, 5*time.Minute)
 	setDur(&c.ShutdownGrace, defaults.ShutdownGrace)
 	setDur(&c.ShutdownAbandon, 5*time.Second)
 	setDur(&c.RetryAfter, time.Second)
+	setDur(&c.ReadyProbeInterval, 10*time.Second)
 	setDur(&c.ClockSyncInterval, 30*time.Second)
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()

@@ -144,7 +144,8 @@ func (sc *ScheduleScheduler) fireDue(ctx context.Context, row *store.Schedule) e
 					sc.metrics.ScheduleFires.WithLabelValues("admitted").Inc()
 					sc.metrics.ScheduleLag.Observe(res.Task.CreatedAt.Sub(plan.Fire).Seconds())
 				}
-			case errors.As(err, &de) && (de.Code == dockettype.CodeQueueFull || de.Code == dockettype.CodeTenantQuotaExceeded):
+			case errors.As(err, &de) && (de.Code == dockettype.CodeQueueFull || de.Code == dockettype.CodeTenantQuotaExceeded ||
+				de.Code == dockettype.CodeStorageQuotaExceeded):
 				// Tried again at the next tick, until the missed policy
 				// takes it.
 				sc.metrics.ScheduleFires.WithLabelValues("deferred").Inc()

@@ -62,6 +62,8 @@ type Service struct {
 
 	synced *syncedClock // nil unless Config.SyncClock
 
+	ready readiness
+
 	mu  sync.Mutex
 	run *running // nil when stopped
 }
@@ -105,6 +107,7 @@ func New(st Store, rt Runtime, cfg Config) (*Service, error) {
 		store:       st,
 		runtime:     rt,
 		metrics:     cfg.Metrics,
+		ready:       readiness{interval: cfg.ReadyProbeInterval},
 		leases:      newLeaseRegistry(),
 		draining:    newDrainSignal(),
 		wakeups:     newQueueWakeups(),
@@ -352,16 +355,6 @@ func closeForks(forks []store.Store) {
 // Drain prepares for shutdown: long polls answer at once with the task as
 // it is, so that an HTTP server can finish its requests. Stop calls it too.
 func (s *Service) Drain() { s.draining.fire() }
-
-// Ready reports whether the store answers.
-func (s *Service) Ready(ctx context.Context) error {
-	qctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
-	defer cancel()
-	if err := s.store.Ping(qctx); err != nil {
-		return s.storeFailure(ctx, "ping", err)
-	}
-	return nil
-}
 
 // wake tells the claimers of q that work may be ready.
 func (s *Service) wake(q store.Queue) { s.wakeups.wake(q) }

@@ -73,6 +73,9 @@ func (s *Service) admit(ctx context.Context, items []*store.AdmitItem) ([]BatchR
 			o.Err = s.reject(dockettype.CodeQueueFull, fmt.Sprintf("the %s pool is at capacity", item.Pool), s.cfg.RetryAfter)
 		case store.TenantQuotaExceeded:
 			o.Err = s.reject(dockettype.CodeTenantQuotaExceeded, "the tenant's in-flight limit is reached", s.cfg.RetryAfter)
+		case store.StorageQuotaExceeded:
+			o.Err = s.reject(dockettype.CodeStorageQuotaExceeded,
+				"the tenant's storage quota is reached: finished tasks free it when retention deletes them", s.cfg.CleanerInterval)
 		default:
 			return nil, s.reject(dockettype.CodeInternal, "unexpected admission outcome", 0)
 		}
@@ -184,6 +187,7 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		Input:          input,
 		Queue:          queue,
 		PoolCapacity:   s.cfg.pool(pool).Capacity,
+		StorageQuota:   s.cfg.StorageQuota,
 	}, nil
 }
 

@@ -20,6 +20,14 @@ var (
 	ErrBusy = errors.New("store: busy")
 	// ErrInvalid: the params break the contract (a caller bug).
 	ErrInvalid = errors.New("store: invalid params")
+	// ErrCorrupt: the database file is damaged (SQLite's SQLITE_CORRUPT,
+	// SQLITE_NOTADB). It comes wrapped in a *DatabaseError (an internal
+	// failure, not an outage: retrying does not help), and Ping reports it
+	// from then on.
+	ErrCorrupt = errors.New("store: database corrupt")
+	// ErrWritesFailing: Ping's report that the store's writes fail (a
+	// full disk, a read-only file) while it still answers reads.
+	ErrWritesFailing = errors.New("store: writes failing")
 )
 
 // Backends, as DatabaseError.Backend names them.

@@ -26,7 +26,9 @@ type Store interface {
 	Workers
 	Schedules
 
-	// Ping reports whether the database is reachable.
+	// Ping reports whether the database is reachable and usable: an error
+	// wrapping ErrCorrupt once any call found the database damaged, one
+	// wrapping ErrWritesFailing while writes fail (see WriteProber).
 	Ping(ctx context.Context) error
 	// DatabaseTime returns the database server's clock, so that a node can
 	// measure how far its own clock is from the one every node shares.
@@ -233,6 +235,20 @@ type AdmitItem struct {
 	Queue Queue
 
 	PoolCapacity int // most non-terminal tasks in Pool; <= 0 means unlimited
+	// StorageQuota is the tenant's storage quota in bytes when its row sets
+	// none (the server's default); <= 0 means unlimited. The item is
+	// refused (StorageQuotaExceeded) when its input would take the bytes
+	// the tenant keeps (inputs, results, evidence) over the quota.
+	StorageQuota int64
+}
+
+// InputBytes is what an admitted item's input adds to its tenant's stored
+// bytes (a nil input is stored as "null").
+func (it *AdmitItem) InputBytes() int64 {
+	if it.Input == nil {
+		return int64(len("null"))
+	}
+	return int64(len(it.Input))
 }
 
 // QueueOf returns the queue an admitted item waits in.
@@ -247,11 +263,12 @@ func (it *AdmitItem) QueueOf() Queue {
 type AdmitOutcome int
 
 const (
-	Admitted            AdmitOutcome = iota + 1 // new task; Task is it
-	Replayed                                    // same key, same hash; Task is the earlier task
-	IdempotencyConflict                         // same key, different hash; Task is nil
-	QueueFull                                   // pool capacity reached
-	TenantQuotaExceeded                         // tenant in-flight limit reached
+	Admitted             AdmitOutcome = iota + 1 // new task; Task is it
+	Replayed                                     // same key, same hash; Task is the earlier task
+	IdempotencyConflict                          // same key, different hash; Task is nil
+	QueueFull                                    // pool capacity reached
+	TenantQuotaExceeded                          // tenant in-flight limit reached
+	StorageQuotaExceeded                         // the input would take the tenant's stored bytes over its quota
 )
 
 func (o AdmitOutcome) String() string {
@@ -266,6 +283,8 @@ func (o AdmitOutcome) String() string {
 		return "queue_full"
 	case TenantQuotaExceeded:
 		return "tenant_quota_exceeded"
+	case StorageQuotaExceeded:
+		return "storage_quota_exceeded"
 	}
 	return "unknown"
 }
@@ -483,6 +502,12 @@ type Tenant struct {
 	Weight      int
 	InFlight    int
 	CreatedAt   time.Time
+	// StorageQuota is the tenant's own storage quota in bytes (0:
+	// unlimited), nil when it has none and the server's default applies.
+	StorageQuota *int64
+	// StoredBytes is what the tenant keeps: the bytes of its tasks'
+	// inputs, results and evidence, until retention deletes them.
+	StoredBytes int64
 }
 
 // UpdateTenantParams changes the fields that are not nil.
@@ -491,7 +516,15 @@ type UpdateTenantParams struct {
 	Tenant      string
 	MaxInFlight *int
 	Weight      *int
+	// StorageQuota sets the tenant's storage quota in bytes (0:
+	// unlimited); NoStorageQuota removes it, so that the server's default
+	// applies again.
+	StorageQuota *int64
 }
+
+// NoStorageQuota, given as UpdateTenantParams.StorageQuota, removes the
+// tenant's own quota.
+const NoStorageQuota int64 = -1
 
 // CreateAPIKeyParams stores a hashed API key.
 type CreateAPIKeyParams struct {
@@ -536,6 +569,15 @@ type RuleSet struct {
 	Hash        string
 	Body        []byte // nil in listings
 	PublishedAt time.Time
+}
+
+// WriteProber is the optional readiness probe of a store whose writes can
+// fail while its reads succeed (a full disk). A failed write of any call
+// makes Ping report ErrWritesFailing; only a probe that writes clears it,
+// since a call that writes nothing proves nothing.
+type WriteProber interface {
+	// ProbeWrite writes one small row in its own transaction.
+	ProbeWrite(ctx context.Context) error
 }
 
 // Vacuumer is the optional maintenance of a store whose live table needs

@@ -1,5 +1,5 @@
-// Package tenantlimits changes a tenant's in-flight limit and dispatch
-// weight, for the admin API and the CLI alike: only the fields given
+// Package tenantlimits changes a tenant's in-flight limit, dispatch weight
+// and storage quota, for the admin API and the CLI alike: only the fields given
 // change, and a missing tenant is created with the server's default limit.
 //
 //	limit := 20
@@ -35,6 +35,10 @@ type Change struct {
 	Tenant      string
 	MaxInFlight *int // most non-terminal tasks; 0: unlimited
 	Weight      *int // dispatch weight, >= 1
+	// StorageQuota is the tenant's own storage quota in bytes (0:
+	// unlimited); store.NoStorageQuota removes it (the server's default
+	// applies again).
+	StorageQuota *int64
 	// DefaultMaxInFlight is the limit of a tenant this change creates.
 	DefaultMaxInFlight int
 }
@@ -52,6 +56,9 @@ func (c *Change) Validate() error {
 	if c.Weight != nil && (*c.Weight < 1 || *c.Weight > MaxValue) {
 		return invalid(fmt.Sprintf("weight must be between 1 and %d", MaxValue))
 	}
+	if c.StorageQuota != nil && *c.StorageQuota < 0 && *c.StorageQuota != store.NoStorageQuota {
+		return invalid("storage_quota_bytes must be >= 0 (0: unlimited), or null for the server's default")
+	}
 	if c.DefaultMaxInFlight < 0 {
 		return invalid("the default in-flight limit must be >= 0")
 	}
@@ -68,14 +75,15 @@ func Apply(ctx context.Context, st Store, c *Change) (*store.Tenant, error) {
 	if _, err := st.EnsureTenant(ctx, &store.EnsureTenantParams{Now: c.Now, ID: c.Tenant, DefaultMaxInFlight: c.DefaultMaxInFlight}); err != nil {
 		return nil, fmt.Errorf("create tenant: %w", err)
 	}
-	if c.MaxInFlight == nil && c.Weight == nil {
+	if c.MaxInFlight == nil && c.Weight == nil && c.StorageQuota == nil {
 		t, err := st.GetTenant(ctx, c.Tenant)
 		if err != nil {
 			return nil, fmt.Errorf("read tenant: %w", err)
 		}
 		return t, nil
 	}
-	t, err := st.UpdateTenant(ctx, &store.UpdateTenantParams{Now: c.Now, Tenant: c.Tenant, MaxInFlight: c.MaxInFlight, Weight: c.Weight})
+	t, err := st.UpdateTenant(ctx, &store.UpdateTenantParams{Now: c.Now, Tenant: c.Tenant, MaxInFlight: c.MaxInFlight, Weight: c.Weight,
+		StorageQuota: c.StorageQuota})
 	if err != nil {
 		return nil, fmt.Errorf("update tenant: %w", err)
 	}

@@ -7,15 +7,24 @@ import (
 	"github.com/docket-dev/docket/internal/store"
 )
 
-// tenantSelect reads tenants with their in-flight count (the sum of their
-// counter slots).
+// tenantSelect reads tenants with their in-flight count, storage quota
+// and stored bytes (the sums of their counter slots).
 const tenantSelect = `SELECT t.id, t.max_in_flight, t.weight, t.created_at,
-	(SELECT coalesce(sum(c.n), 0) FROM counters c WHERE c.scope = 'tenant' AND c.key = t.id)
+	(SELECT coalesce(sum(c.n), 0) FROM counters c WHERE c.scope = 'tenant' AND c.key = t.id),
+	coalesce(t.storage_quota_bytes, -1),
+	(SELECT coalesce(sum(c.bytes), 0) FROM counters c WHERE c.scope = 'tenant' AND c.key = t.id)
 	FROM tenants t`
 
 func scanTenant(r Row) (*store.Tenant, error) {
 	t := &store.Tenant{}
-	return t, r.Scan(&t.ID, &t.MaxInFlight, &t.Weight, At(&t.CreatedAt), &t.InFlight)
+	var quota int64
+	if err := r.Scan(&t.ID, &t.MaxInFlight, &t.Weight, At(&t.CreatedAt), &t.InFlight, &quota, &t.StoredBytes); err != nil {
+		return nil, err
+	}
+	if quota != store.NoStorageQuota {
+		t.StorageQuota = &quota
+	}
+	return t, nil
 }
 
 // EnsureTenant creates the tenant if missing.
@@ -46,14 +55,23 @@ func (s *Store) ListTenants(ctx context.Context) ([]*store.Tenant, error) {
 
 // UpdateTenant changes the fields given, creating the tenant if needed.
 func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
-	if p.Tenant == "" || (p.MaxInFlight != nil && *p.MaxInFlight < 0) || (p.Weight != nil && *p.Weight < 1) {
+	if p.Tenant == "" || (p.MaxInFlight != nil && *p.MaxInFlight < 0) || (p.Weight != nil && *p.Weight < 1) ||
+		(p.StorageQuota != nil && *p.StorageQuota < 0 && *p.StorageQuota != store.NoStorageQuota) {
 		return nil, store.Named("update_tenant", store.ErrInvalid)
 	}
+	// $5 says whether the quota changes; $6 is the new one (NULL: none).
+	setQuota := p.StorageQuota != nil
+	var quota *int64
+	if setQuota && *p.StorageQuota != store.NoStorageQuota {
+		quota = p.StorageQuota
+	}
 	_, err := update(ctx, s.b, "update_tenant", func(q Querier) (int64, error) {
-		return q.Exec(`INSERT INTO tenants (id, max_in_flight, weight, created_at)
-			VALUES ($1, coalesce($2, 0), coalesce($3, 1), $4)
+		return q.Exec(`INSERT INTO tenants (id, max_in_flight, weight, created_at, storage_quota_bytes)
+			VALUES ($1, coalesce($2, 0), coalesce($3, 1), $4, $6)
 			ON CONFLICT (id) DO UPDATE SET max_in_flight = coalesce($2, tenants.max_in_flight),
-				weight = coalesce($3, tenants.weight)`, p.Tenant, p.MaxInFlight, p.Weight, ts(p.Now))
+				weight = coalesce($3, tenants.weight),
+				storage_quota_bytes = CASE WHEN $5 THEN $6 ELSE tenants.storage_quota_bytes END`,
+			p.Tenant, p.MaxInFlight, p.Weight, ts(p.Now), setQuota, quota)
 	})
 	if err != nil {
 		return nil, err

@@ -141,12 +141,15 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 	c := newChanges()
 	if len(admitted) > 0 {
 		newTasks := make([]*store.AdmitItem, len(admitted))
-		inFlight := map[counterKey]int64{}
+		inFlight := map[counterKey]counterChange{}
 		for n, i := range admitted {
 			it := items[i]
 			newTasks[n] = it
-			inFlight[counterKey{ScopePool, string(it.Pool)}]++
-			inFlight[counterKey{ScopeTenant, it.Tenant}]++
+			pool, tenant := inFlight[counterKey{ScopePool, string(it.Pool)}], inFlight[counterKey{ScopeTenant, it.Tenant}]
+			pool.n++
+			tenant.n++
+			tenant.bytes += it.InputBytes()
+			inFlight[counterKey{ScopePool, string(it.Pool)}], inFlight[counterKey{ScopeTenant, it.Tenant}] = pool, tenant
 			c.event(it.TaskID, "", dockettype.StateQueued, 0, "")
 			if !delayed(it, p) {
 				c.ready(it.QueueOf(), it.Tenant, 1)
@@ -167,8 +170,8 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 			}
 		}
 		deltas := make([]CounterDelta, 0, len(inFlight))
-		for k, n := range inFlight {
-			deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: n})
+		for k, v := range inFlight {
+			deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: v.n, Bytes: v.bytes})
 		}
 		slices.SortFunc(deltas, func(a, b CounterDelta) int {
 			return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Key, b.Key))
@@ -249,8 +252,8 @@ func decide(items []*store.AdmitItem, bound map[TenantKey]Binding, gates *Gates,
 	return admitted
 }
 
-// take checks one item against capacity, then its tenant's limit, and
-// counts it in gates when it fits.
+// take checks one item against capacity, then its tenant's limit, then
+// its tenant's storage quota, and counts it in gates when it fits.
 func take(gates *Gates, it *store.AdmitItem) store.AdmitOutcome {
 	if capacity := it.PoolCapacity; capacity > 0 && gates.Pools[it.Pool] >= int64(capacity) {
 		return store.QueueFull
@@ -259,8 +262,16 @@ func take(gates *Gates, it *store.AdmitItem) store.AdmitOutcome {
 	if tg.MaxInFlight > 0 && tg.InFlight >= int64(tg.MaxInFlight) {
 		return store.TenantQuotaExceeded
 	}
+	quota := tg.StorageQuota
+	if quota == NoStorageQuota {
+		quota = it.StorageQuota
+	}
+	if quota > 0 && tg.StoredBytes+it.InputBytes() > quota {
+		return store.StorageQuotaExceeded
+	}
 	gates.Pools[it.Pool]++
 	tg.InFlight++
+	tg.StoredBytes += it.InputBytes()
 	gates.Tenants[it.Tenant] = tg
 	return store.Admitted
 }

@@ -43,9 +43,10 @@ type Tx interface {
 	claimSteps
 	transitionSteps
 
-	// AddInFlight adds to the in-flight counters. Admission adds to the
-	// gate slots it holds locked; a release (negative deltas) goes to a
-	// release slot.
+	// AddInFlight adds to the in-flight counters and to the tenants'
+	// stored bytes (the same rows). Admission adds to the gate slots it
+	// holds locked; anything else (a release, a result, evidence, a
+	// deletion) goes to a release slot.
 	AddInFlight(deltas []CounterDelta, release bool) error
 	// AddQueued changes ready counts. A tenant whose count goes from zero
 	// to positive joins at the queue's current virtual time (the lowest of
@@ -126,8 +127,8 @@ type transitionSteps interface {
 	// Renew extends the leases still held to expires and returns them.
 	Renew(leases []store.Lease, expires time.Time) ([]store.Lease, error)
 	// LeaseAttempt share-locks the task if it runs under lease and returns
-	// its attempt; ok is false for a stale lease.
-	LeaseAttempt(lease store.Lease) (attempt int, ok bool, err error)
+	// its attempt and tenant; ok is false for a stale lease.
+	LeaseAttempt(lease store.Lease) (attempt int, tenant string, ok bool, err error)
 	// InsertEvidence records evidence of an attempt.
 	InsertEvidence(lease store.Lease, attempt int, items []store.EvidenceItem, now time.Time) error
 	// LockLiveTask locks a tenant's live task for a cancel and reports its
@@ -140,8 +141,9 @@ type transitionSteps interface {
 	// before the time, oldest first.
 	FinishedBefore(before time.Time, limit int) ([]string, error)
 	// DeleteTasks deletes terminal tasks with their input, result, events,
-	// evidence and idempotency binding.
-	DeleteTasks(ids []string) error
+	// evidence and idempotency binding, and returns the bytes of inputs,
+	// results and evidence it deleted, per tenant.
+	DeleteTasks(ids []string) (map[string]int64, error)
 }
 
 // TenantKey is an idempotency key of a tenant.
@@ -162,11 +164,20 @@ type Gates struct {
 	Tenants map[string]TenantGate
 }
 
-// TenantGate is a tenant's in-flight count and limit (0: unlimited).
+// TenantGate is a tenant's in-flight count and limit (0: unlimited), and
+// its stored bytes and storage quota.
 type TenantGate struct {
 	InFlight    int64
 	MaxInFlight int
+	StoredBytes int64
+	// StorageQuota is the tenant's own quota (0: unlimited), or
+	// NoStorageQuota when its row sets none.
+	StorageQuota int64
 }
+
+// NoStorageQuota is TenantGate.StorageQuota for a tenant whose row sets no
+// quota: the admission item's default applies.
+const NoStorageQuota = store.NoStorageQuota
 
 // Counter scopes.
 const (
@@ -174,10 +185,12 @@ const (
 	ScopeTenant = "tenant"
 )
 
-// CounterDelta changes one in-flight counter.
+// CounterDelta changes one in-flight counter and, for a tenant, its
+// stored bytes.
 type CounterDelta struct {
 	Scope, Key string
 	N          int64
+	Bytes      int64
 }
 
 // QueueDelta changes a tenant's ready count in a queue.

@@ -15,7 +15,12 @@ import (
 
 // Store is a store.Store made of a Backend and the engine's state machine.
 type Store struct {
-	b Backend
+	b Backend // the backend, watched by health
+	// raw is the backend itself, for its optional interfaces.
+	raw Backend
+	// health is what calls found about the database (see Ping); shared
+	// by forks.
+	health *health
 	// tenants holds the tenants known to exist with their counter rows
 	// (tenants are never deleted), so that admission skips creating them.
 	// Shared by forks.
@@ -23,8 +28,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Listener = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.Listener    = (*Store)(nil)
+	_ store.WriteProber = (*Store)(nil)
 )
 
 // Open is New for a backend's constructor: Open(OpenBackend(…)).
@@ -36,16 +42,20 @@ func Open(b Backend, err error) (*Store, error) {
 }
 
 // New returns the store that runs the engine on b.
-func New(b Backend) *Store { return &Store{b: b, tenants: &sync.Map{}} }
+func New(b Backend) *Store { return newStore(b, &health{}, &sync.Map{}) }
+
+func newStore(raw Backend, h *health, tenants *sync.Map) *Store {
+	return &Store{b: &watchedBackend{Backend: raw, h: h}, raw: raw, health: h, tenants: tenants}
+}
 
 // Fork returns a store on a fork of the backend (its own connection budget):
 // a *VacuumingStore when the backend vacuums (store.Vacuumer).
 func (s *Store) Fork(name string, opts store.ForkOptions) (store.Store, error) {
-	f, err := s.b.Fork(name, opts)
+	f, err := s.raw.Fork(name, opts)
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{b: f, tenants: s.tenants}
+	st := newStore(f, s.health, s.tenants)
 	if v, ok := f.(store.Vacuumer); ok {
 		return &VacuumingStore{Store: st, v: v}, nil
 	}
@@ -59,8 +69,10 @@ func (s *Store) Close() error { return s.b.Close() }
 // in-flight counters, ready counts) so that a batch of N tasks writes them in
 // a handful of statements, in the lock order.
 type changes struct {
-	events   []Event
-	released map[counterKey]int64
+	events []Event
+	// released are the changes to release slots: in-flight counts and
+	// tenants' stored bytes.
+	released map[counterKey]counterChange
 	queued   map[queueKey]int
 	// readyQueues are the queues this transaction made work ready in.
 	readyQueues []store.Queue
@@ -68,13 +80,15 @@ type changes struct {
 
 type counterKey struct{ scope, key string }
 
+type counterChange struct{ n, bytes int64 }
+
 type queueKey struct {
 	queue  store.Queue
 	tenant string
 }
 
 func newChanges() *changes {
-	return &changes{released: map[counterKey]int64{}, queued: map[queueKey]int{}}
+	return &changes{released: map[counterKey]counterChange{}, queued: map[queueKey]int{}}
 }
 
 func (c *changes) event(taskID string, from, to dockettype.State, epoch int64, code dockettype.Code) {
@@ -84,8 +98,23 @@ func (c *changes) event(taskID string, from, to dockettype.State, epoch int64, c
 // release returns a terminal task's unit of its pool's capacity and of its
 // tenant's limit.
 func (c *changes) release(pool dockettype.Pool, tenant string) {
-	c.released[counterKey{ScopePool, string(pool)}]--
-	c.released[counterKey{ScopeTenant, tenant}]--
+	c.add(counterKey{ScopePool, string(pool)}, counterChange{n: -1})
+	c.add(counterKey{ScopeTenant, tenant}, counterChange{n: -1})
+}
+
+// stored counts bytes a tenant now keeps (a result, evidence) or no longer
+// keeps (negative: deleted).
+func (c *changes) stored(tenant string, bytes int64) {
+	if bytes != 0 {
+		c.add(counterKey{ScopeTenant, tenant}, counterChange{bytes: bytes})
+	}
+}
+
+func (c *changes) add(k counterKey, d counterChange) {
+	v := c.released[k]
+	v.n += d.n
+	v.bytes += d.bytes
+	c.released[k] = v
 }
 
 func (c *changes) ready(queue store.Queue, tenant string, n int) {
@@ -143,8 +172,8 @@ func (c *changes) flush(tx Tx, now time.Time) error {
 		})
 		deltas := make([]CounterDelta, 0, len(keys))
 		for _, k := range keys {
-			if n := c.released[k]; n != 0 {
-				deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: n})
+			if v := c.released[k]; v != (counterChange{}) {
+				deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: v.n, Bytes: v.bytes})
 			}
 		}
 		clear(c.released)
@@ -204,7 +233,7 @@ func ts(t time.Time) time.Time { return t.Truncate(time.Millisecond).UTC() }
 // backend that has none (one node), it delivers nothing and returns when
 // ctx ends.
 func (s *Store) Listen(ctx context.Context, fn func(store.Notification)) error {
-	if l, ok := s.b.(store.Listener); ok {
+	if l, ok := s.raw.(store.Listener); ok {
 		return l.Listen(ctx, fn)
 	}
 	<-ctx.Done()

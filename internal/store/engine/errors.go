@@ -22,13 +22,16 @@ type ErrorMap struct {
 	// Code returns the database's code of err (a SQLSTATE, a SQLite
 	// extended result code), "" when it has none.
 	Code func(err error) string
+	// Corrupt, when set, reports whether err says the database file is
+	// damaged: the *store.DatabaseError then wraps store.ErrCorrupt.
+	Corrupt func(err error) bool
 }
 
 // Map maps err, returned by the store operation op: the store's own errors
 // pass through, the driver's missing row is store.ErrNotFound, a
 // cancellation stays one, a transient failure is store.ErrUnavailable, and
 // anything else is a *store.DatabaseError, so that a bug never looks like
-// an outage.
+// an outage (a damaged database file among them: store.ErrCorrupt).
 func (m *ErrorMap) Map(op string, err error) error {
 	switch {
 	case err == nil:
@@ -42,6 +45,9 @@ func (m *ErrorMap) Map(op string, err error) error {
 		return &store.OpError{Op: op, Err: err}
 	case m.Unavailable(err):
 		return &store.OpError{Op: op, Err: fmt.Errorf("%w: %w", store.ErrUnavailable, err)}
+	}
+	if m.Corrupt != nil && m.Corrupt(err) {
+		err = fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 	}
 	return &store.DatabaseError{Op: op, Backend: m.Backend, Code: m.Code(err), Err: err}
 }

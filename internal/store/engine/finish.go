@@ -80,6 +80,7 @@ func finish(tx Tx, p *store.FinishParams) ([]store.FinishResult, error) {
 		for _, m := range moved {
 			e := byID[m.TaskID]
 			c.ended(m, e.To, e.Code)
+			c.stored(m.Tenant, int64(len(e.Result)))
 			applied[m.TaskID] = e.To
 		}
 	}
@@ -189,8 +190,12 @@ func (s *Store) AppendEvidence(ctx context.Context, p *store.AppendEvidenceParam
 			items[i].Body = []byte("null") // as admission stores a nil input
 		}
 	}
+	var bytes int64
+	for _, it := range items {
+		bytes += int64(len(it.Body))
+	}
 	return s.b.Write(ctx, "append_evidence", func(tx Tx) error {
-		attempt, ok, err := tx.LeaseAttempt(p.Lease)
+		attempt, tenant, ok, err := tx.LeaseAttempt(p.Lease)
 		if err != nil {
 			return err
 		}
@@ -200,6 +205,13 @@ func (s *Store) AppendEvidence(ctx context.Context, p *store.AppendEvidenceParam
 		if len(items) == 0 {
 			return nil
 		}
-		return tx.InsertEvidence(p.Lease, attempt, items, p.Now)
+		if err := tx.InsertEvidence(p.Lease, attempt, items, p.Now); err != nil {
+			return err
+		}
+		// Counted, never refused: the storage quota gates admission (see
+		// docs/limits.md).
+		c := newChanges()
+		c.stored(tenant, bytes)
+		return c.flush(tx, p.Now)
 	})
 }

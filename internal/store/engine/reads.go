@@ -191,12 +191,6 @@ func (s *Store) Stats(ctx context.Context) (*store.Stats, error) {
 // pingSQL checks that the database answers and holds Docket's schema.
 const pingSQL = "SELECT 1 FROM counters LIMIT 1"
 
-// Ping checks that the database answers and holds Docket's schema.
-func (s *Store) Ping(ctx context.Context) error {
-	_, err := read(ctx, s.b, "ping", func(q Querier) (struct{}, error) { return one(q, scanInto(new(int)), pingSQL) })
-	return err
-}
-
 // DatabaseTime returns the database's clock (for SQLite, which runs in the
 // process, the process's), once the database answers.
 func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {

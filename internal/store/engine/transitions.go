@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
@@ -180,7 +181,15 @@ func (s *Store) DeleteFinished(ctx context.Context, p *store.DeleteFinishedParam
 			return err
 		}
 		n = len(ids)
-		return tx.DeleteTasks(ids)
+		freed, err := tx.DeleteTasks(ids)
+		if err != nil {
+			return err
+		}
+		c := newChanges()
+		for tenant, bytes := range freed {
+			c.stored(tenant, -bytes)
+		}
+		return c.flush(tx, time.Time{})
 	})
 	return n, err
 }

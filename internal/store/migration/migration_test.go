@@ -2,6 +2,7 @@ package migration
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -44,5 +45,31 @@ func TestLoadRefusesBadNames(t *testing.T) {
 	dup := fstest.MapFS{"m/001_a.sql": {Data: []byte("A")}, "m/001_b.sql": {Data: []byte("B")}}
 	if _, err := Load(dup, "m"); err == nil {
 		t.Error("Load accepted two files with one version")
+	}
+}
+
+func TestCheckForeignNamesWhatItFound(t *testing.T) {
+	if err := CheckForeign("database", nil, false); err != nil {
+		t.Fatalf("empty database refused: %v", err)
+	}
+	tables := []string{"a", "b", "c", "d", "e", "f", "g"}
+	if err := CheckForeign("database", tables, true); err != nil {
+		t.Fatalf("allowed foreign database refused: %v", err)
+	}
+	err := CheckForeign(`schema "public"`, tables, false)
+	if !errors.Is(err, ErrForeignDatabase) {
+		t.Fatalf("foreign database: %v, want ErrForeignDatabase", err)
+	}
+	for _, want := range []string{`schema "public" has 7 tables`, "a, b, c, d, e, …", Table, AllowForeignFlag} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+}
+
+func TestFailedNamesTheMigrationAndCode(t *testing.T) {
+	err := Failed(Migration{Version: 1, Name: "001_schema.sql"}, "postgres", "42P07")
+	if got := err.Error(); !strings.Contains(got, "001_schema.sql") || !strings.Contains(got, "42P07") || !strings.Contains(got, "duplicate_table") {
+		t.Errorf("Failed = %q", got)
 	}
 }

@@ -56,6 +56,8 @@ func unavailable(err error) bool {
 			"57014",          // query canceled (statement_timeout)
 			"55P03",          // lock not available (lock_timeout)
 			"25006",          // read-only transaction: connected to a standby after a failover
+			"53100",          // disk full
+			"58030",          // I/O error
 			"40001", "40P01": // serialization failure, deadlock: still losing after the retries
 			return true
 		}

@@ -3,10 +3,13 @@ package postgres
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/migration"
 )
 
@@ -21,13 +24,19 @@ const migrationLockClass = 0x646f636b
 // migrate creates the schema if needed and applies the pending migrations
 // in one transaction that holds a transaction-scoped advisory lock: nodes
 // starting at once queue on the lock, and each one after the first finds
-// nothing to do.
-func migrate(ctx context.Context, b *Backend, schema string) error {
+// nothing to do. A schema that holds tables but no migration record is
+// another application's: refused unless allowForeign. A refusal or a
+// failed migration says what was found, by SQLSTATE, never the server's
+// text.
+func migrate(ctx context.Context, b *Backend, schema string, allowForeign bool) error {
 	all, err := migration.Load(migrations, "migrations")
 	if err != nil {
 		return err
 	}
-	return b.write(ctx, "migrate", func(tx pgx.Tx) error {
+	var refusal error
+	var failed *migration.Migration
+	err = b.write(ctx, "migrate", func(tx pgx.Tx) error {
+		refusal, failed = nil, nil // the transaction may run again
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrationLockClass, schema); err != nil {
 			return err
 		}
@@ -44,18 +53,38 @@ func migrate(ctx context.Context, b *Backend, schema string) error {
 				}
 			}
 		}
-		var legacy bool
-		if err := tx.QueryRow(ctx, "SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL", migration.LegacyTable).Scan(&legacy); err != nil {
+		// The relations of the schema Docket installs in (the search
+		// path's first): tables, views, foreign tables.
+		rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_class c
+			WHERE c.relnamespace = to_regnamespace(quote_ident(current_schema()))
+				AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+			ORDER BY c.relname`)
+		if err != nil {
 			return err
 		}
-		if legacy {
-			return migration.ErrLegacySchema
+		tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		var current string
+		if err := tx.QueryRow(ctx, "SELECT coalesce(current_schema(), '')").Scan(&current); err != nil {
+			return err
+		}
+		if slices.Contains(tables, migration.LegacyTable) {
+			refusal = migration.ErrLegacySchema
+			return refusal
+		}
+		if !slices.Contains(tables, migration.Table) {
+			where := fmt.Sprintf("schema %q", current)
+			if refusal = migration.CheckForeign(where, tables, allowForeign); refusal != nil {
+				return refusal
+			}
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migration.Table+` (
 			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "SELECT version FROM "+migration.Table)
+		rows, err = tx.Query(ctx, "SELECT version FROM "+migration.Table)
 		if err != nil {
 			return err
 		}
@@ -65,12 +94,14 @@ func migrate(ctx context.Context, b *Backend, schema string) error {
 		}
 		pending, err := migration.Pending(all, applied)
 		if err != nil {
+			refusal = err
 			return err
 		}
 		for _, m := range pending {
 			// Simple protocol: a migration is several statements.
 			if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
-				return fmt.Errorf("migration %s: %w", m.Name, err)
+				failed = &m
+				return err
 			}
 			if _, err := tx.Exec(ctx, "INSERT INTO "+migration.Table+" (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
 				return err
@@ -78,4 +109,18 @@ func migrate(ctx context.Context, b *Backend, schema string) error {
 		}
 		return nil
 	})
+	switch {
+	case err == nil:
+		return nil
+	case refusal != nil:
+		return fmt.Errorf("postgres: migrate: %w", refusal)
+	case failed != nil:
+		var de *store.DatabaseError
+		code := ""
+		if errors.As(err, &de) {
+			code = de.Code
+		}
+		return fmt.Errorf("postgres: %w: %w", migration.Failed(*failed, store.BackendPostgres, code), err)
+	}
+	return fmt.Errorf("postgres: migrate: %w", err)
 }

@@ -23,6 +23,10 @@ type Options struct {
 	// connection's search_path, so that several Docket installations (or
 	// test runs) can share one database.
 	Schema string
+	// AllowForeign installs Docket's tables in a schema that holds other
+	// tables and no Docket migration record; without it such a schema is
+	// refused (migration.ErrForeignDatabase).
+	AllowForeign bool
 }
 
 // Open connects to the database at url, applies pending migrations and
@@ -64,7 +68,7 @@ func OpenBackend(ctx context.Context, url string, opts Options) (*Backend, error
 		return nil, interpretError("open", err)
 	}
 	b := &Backend{cfg: cfg, pool: pool, schema: opts.Schema}
-	if err := migrate(ctx, b, opts.Schema); err != nil {
+	if err := migrate(ctx, b, opts.Schema, opts.AllowForeign); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -189,32 +189,32 @@ func (t *txn) LockGates(pools []dockettype.Pool, tenants []string) (*engine.Gate
 // a lock.
 func (t *txn) ReadGates(pools []dockettype.Pool, tenants []string) (*engine.Gates, error) {
 	g := &engine.Gates{Pools: map[dockettype.Pool]int64{}, Tenants: map[string]engine.TenantGate{}}
-	rows, err := t.query(`SELECT scope, key, sum(n)::bigint, 0 FROM counters
+	rows, err := t.query(`SELECT scope, key, sum(n)::bigint, sum(bytes)::bigint, 0, 0::bigint FROM counters
 			WHERE (scope = 'pool' AND key = ANY($1)) OR (scope = 'tenant' AND key = ANY($2))
 			GROUP BY scope, key
 		UNION ALL
-		SELECT 'limit', id, 0, max_in_flight FROM tenants WHERE id = ANY($2)`, poolKeys(pools), tenants)
+		SELECT 'limit', id, 0, 0, max_in_flight, coalesce(storage_quota_bytes, -1) FROM tenants WHERE id = ANY($2)`,
+		poolKeys(pools), tenants)
 	if err != nil {
 		return nil, err
 	}
 	var (
-		scope, key string
-		n          int64
-		limit      int
+		scope, key      string
+		n, bytes, quota int64
+		limit           int
 	)
-	_, err = pgx.ForEachRow(rows, []any{&scope, &key, &n, &limit}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&scope, &key, &n, &bytes, &limit, &quota}, func() error {
+		tg := g.Tenants[key]
 		switch scope {
 		case engine.ScopePool:
 			g.Pools[dockettype.Pool(key)] = n
+			return nil
 		case engine.ScopeTenant:
-			tg := g.Tenants[key]
-			tg.InFlight = n
-			g.Tenants[key] = tg
+			tg.InFlight, tg.StoredBytes = n, bytes
 		default:
-			tg := g.Tenants[key]
-			tg.MaxInFlight = limit
-			g.Tenants[key] = tg
+			tg.MaxInFlight, tg.StorageQuota = limit, quota
 		}
+		g.Tenants[key] = tg
 		return nil
 	})
 	return g, err
@@ -551,14 +551,15 @@ func (t *txn) Renew(leases []store.Lease, expires time.Time) ([]store.Lease, err
 }
 
 // LeaseAttempt share-locks a task running under lease.
-func (t *txn) LeaseAttempt(lease store.Lease) (int, bool, error) {
+func (t *txn) LeaseAttempt(lease store.Lease) (int, string, bool, error) {
 	var attempt int
-	err := t.queryRow("SELECT attempt FROM task_queue WHERE id = $1 AND lease_epoch = $2 AND state = 'running' FOR SHARE",
-		lease.TaskID, lease.Epoch).Scan(&attempt)
+	var tenant string
+	err := t.queryRow("SELECT attempt, tenant FROM task_queue WHERE id = $1 AND lease_epoch = $2 AND state = 'running' FOR SHARE",
+		lease.TaskID, lease.Epoch).Scan(&attempt, &tenant)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
+		return 0, "", false, nil
 	}
-	return attempt, err == nil, err
+	return attempt, tenant, err == nil, err
 }
 
 // InsertEvidence records evidence items.
@@ -610,7 +611,28 @@ func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
 }
 
 // DeleteTasks deletes finished tasks with everything they own.
-func (t *txn) DeleteTasks(ids []string) error {
+func (t *txn) DeleteTasks(ids []string) (map[string]int64, error) {
+	rows, err := t.query(`SELECT tenant, sum(n)::bigint FROM (
+			SELECT tenant, octet_length(input) AS n FROM tasks WHERE id = ANY($1)
+				AND NOT EXISTS (SELECT 1 FROM task_queue q WHERE q.id = tasks.id)
+			UNION ALL
+			SELECT tenant, coalesce(octet_length(result), 0) FROM task_results WHERE task_id = ANY($1)
+			UNION ALL
+			SELECT t.tenant, octet_length(e.body) FROM evidence e JOIN tasks t ON t.id = e.task_id
+				WHERE e.task_id = ANY($1)) b
+		GROUP BY tenant`, ids)
+	if err != nil {
+		return nil, err
+	}
+	freed := map[string]int64{}
+	var tenant string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&tenant, &n}, func() error {
+		freed[tenant] = n
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	t.later("SET LOCAL docket.retention = 'on'")
 	t.later(`DELETE FROM idempotency_keys k USING tasks t
 		WHERE t.id = ANY($1) AND k.tenant = t.tenant AND k.key = t.idempotency_key AND k.task_id = t.id`, ids)
@@ -619,24 +641,28 @@ func (t *txn) DeleteTasks(ids []string) error {
 	t.later("DELETE FROM task_results WHERE task_id = ANY($1)", ids)
 	t.later("DELETE FROM tasks WHERE id = ANY($1) AND NOT EXISTS (SELECT 1 FROM task_queue q WHERE q.id = tasks.id)", ids)
 	t.later("SET LOCAL docket.retention = 'off'")
-	return nil
+	return freed, nil
 }
 
-// AddInFlight adds to counters: to the gate slot (held locked) for
-// admission, to a random release slot otherwise.
+// AddInFlight adds to counters (in-flight counts and stored bytes): to the
+// gate slot (held locked) for admission, to a random release slot
+// otherwise.
 func (t *txn) AddInFlight(deltas []engine.CounterDelta, release bool) error {
 	slot := int16(0)
 	if release {
 		slot = int16(1 + rand.IntN(releaseSlots))
 	}
-	scopes, keys, ns := make([]string, len(deltas)), make([]string, len(deltas)), make([]int64, len(deltas))
+	n := len(deltas)
+	scopes, keys, ns, bytes := make([]string, n), make([]string, n), make([]int64, n), make([]int64, n)
 	for i, d := range deltas {
-		scopes[i], keys[i], ns[i] = d.Scope, d.Key, d.N
+		scopes[i], keys[i], ns[i], bytes[i] = d.Scope, d.Key, d.N, d.Bytes
 	}
-	t.later(`INSERT INTO counters AS c (scope, key, slot, n)
-		SELECT d.scope, d.key, $4, d.n FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS d (scope, key, n, ord)
+	t.later(`INSERT INTO counters AS c (scope, key, slot, n, bytes)
+		SELECT d.scope, d.key, $4, d.n, d.bytes
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $5::bigint[]) WITH ORDINALITY AS d (scope, key, n, bytes, ord)
 		ORDER BY d.ord
-		ON CONFLICT (scope, key, slot) DO UPDATE SET n = c.n + excluded.n`, scopes, keys, ns, slot)
+		ON CONFLICT (scope, key, slot) DO UPDATE SET n = c.n + excluded.n, bytes = c.bytes + excluded.bytes`,
+		scopes, keys, ns, slot, bytes)
 	return nil
 }
 

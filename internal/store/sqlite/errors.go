@@ -18,9 +18,12 @@ import (
 const errDBClosed = "sql: database is closed"
 
 // errorMap maps SQLite's errors onto the store's (see engine.ErrorMap): a
-// lost handle, a busy or unreadable file is ErrUnavailable; any other
-// failure is a *store.DatabaseError carrying SQLite's extended result code.
-var errorMap = engine.ErrorMap{Backend: store.BackendSQLite, NoRows: sql.ErrNoRows, Unavailable: unavailable, Code: resultCode}
+// lost handle, a busy, full or unreadable file is ErrUnavailable; any other
+// failure is a *store.DatabaseError carrying SQLite's extended result code,
+// a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) among them: retrying
+// does not mend it, and the store reports it as store.ErrCorrupt.
+var errorMap = engine.ErrorMap{Backend: store.BackendSQLite, NoRows: sql.ErrNoRows, Unavailable: unavailable, Code: resultCode,
+	Corrupt: corrupt}
 
 // resultCode is err's extended result code, "" when SQLite gave none.
 func resultCode(err error) string {
@@ -43,8 +46,18 @@ func unavailable(err error) bool {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR,
 			sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY,
-			sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT,
-			sqlite3.SQLITE_INTERRUPT:
+			sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_INTERRUPT:
+			return true
+		}
+	}
+	return false
+}
+
+// corrupt reports whether err says the database file is damaged.
+func corrupt(err error) bool {
+	if se, ok := errors.AsType[*sqlite.Error](err); ok {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 			return true
 		}
 	}

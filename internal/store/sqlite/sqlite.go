@@ -28,6 +28,10 @@ type Options struct {
 	// BusyTimeoutMS is how long a writer from another process (an admin
 	// command) waits for the lock; default 5000.
 	BusyTimeoutMS int
+	// AllowForeign installs Docket's tables in a file that holds other
+	// tables and no Docket migration record; without it such a file is
+	// refused (migration.ErrForeignDatabase).
+	AllowForeign bool
 }
 
 // Open opens (creating if needed) the database at path, applies pending
@@ -77,7 +81,7 @@ func OpenBackend(ctx context.Context, path string, opts Options) (*Backend, erro
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	s := &Backend{path: path, opts: opts, w: w, stmts: newStmtCache(w), gate: newWriteGate(), own: true}
-	if err := migrate(ctx, s); err != nil {
+	if err := migrate(ctx, s, opts.AllowForeign); err != nil {
 		w.Close()
 		return nil, err
 	}

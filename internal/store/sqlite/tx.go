@@ -118,51 +118,47 @@ func (t *txn) EnsureTenants(ids []string, limit int, now time.Time) error {
 		ON CONFLICT DO NOTHING`, jsonArg(ids))
 }
 
-// LockGates reads the counts and limits; the write transaction is the lock
-// (SQLite has one writer).
+// LockGates reads the counts, stored bytes and limits; the write
+// transaction is the lock (SQLite has one writer).
 func (t *txn) LockGates(pools []dockettype.Pool, tenants []string) (*engine.Gates, error) {
 	g := &engine.Gates{Pools: map[dockettype.Pool]int64{}, Tenants: map[string]engine.TenantGate{}}
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT c.scope, c.key, sum(c.n) FROM counters c
-		WHERE (c.scope = 'pool' AND c.key IN (SELECT value FROM json_each(?)))
-			OR (c.scope = 'tenant' AND c.key IN (SELECT value FROM json_each(?)))
-		GROUP BY c.scope, c.key`, jsonArg(pools), jsonArg(tenants))
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT c.scope, c.key, sum(c.n), sum(c.bytes), 0, 0 FROM counters c
+		WHERE (c.scope = 'pool' AND c.key IN (SELECT value FROM json_each(?1)))
+			OR (c.scope = 'tenant' AND c.key IN (SELECT value FROM json_each(?2)))
+		GROUP BY c.scope, c.key
+		UNION ALL
+		SELECT 'limit', id, 0, 0, max_in_flight, coalesce(storage_quota_bytes, -1) FROM tenants
+		WHERE id IN (SELECT value FROM json_each(?2))`, jsonArg(pools), jsonArg(tenants))
 	if err != nil {
 		return nil, err
 	}
 	type count struct {
-		scope, key string
-		n          int64
+		scope, key   string
+		n, bytes     int64
+		limit, quota int64
 	}
 	counts, err := collect(rows, func(r *sql.Rows) (count, error) {
 		var c count
-		err := r.Scan(&c.scope, &c.key, &c.n)
+		err := r.Scan(&c.scope, &c.key, &c.n, &c.bytes, &c.limit, &c.quota)
 		return c, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range counts {
-		if c.scope == engine.ScopePool {
+		tg := g.Tenants[c.key]
+		switch c.scope {
+		case engine.ScopePool:
 			g.Pools[dockettype.Pool(c.key)] = c.n
-		} else {
-			g.Tenants[c.key] = engine.TenantGate{InFlight: c.n}
+			continue
+		case engine.ScopeTenant:
+			tg.InFlight, tg.StoredBytes = c.n, c.bytes
+		default:
+			tg.MaxInFlight, tg.StorageQuota = int(c.limit), c.quota
 		}
+		g.Tenants[c.key] = tg
 	}
-	rows, err = t.tx.QueryContext(t.ctx, "SELECT id, max_in_flight FROM tenants WHERE id IN (SELECT value FROM json_each(?))", jsonArg(tenants))
-	if err != nil {
-		return nil, err
-	}
-	limits, err := collect(rows, func(r *sql.Rows) (count, error) {
-		var c count
-		err := r.Scan(&c.key, &c.n)
-		return c, err
-	})
-	for _, l := range limits {
-		tg := g.Tenants[l.key]
-		tg.MaxInFlight = int(l.n)
-		g.Tenants[l.key] = tg
-	}
-	return g, err
+	return g, nil
 }
 
 // InsertBindings inserts bindings, skipping keys already bound.
@@ -445,14 +441,15 @@ func (t *txn) Renew(leases []store.Lease, expires time.Time) ([]store.Lease, err
 }
 
 // LeaseAttempt reads the attempt of a task running under lease.
-func (t *txn) LeaseAttempt(lease store.Lease) (int, bool, error) {
+func (t *txn) LeaseAttempt(lease store.Lease) (int, string, bool, error) {
 	var attempt int
-	err := t.tx.QueryRowContext(t.ctx, "SELECT attempt FROM task_queue WHERE id = ? AND lease_epoch = ? AND state = 'running'",
-		lease.TaskID, lease.Epoch).Scan(&attempt)
+	var tenant string
+	err := t.tx.QueryRowContext(t.ctx, "SELECT attempt, tenant FROM task_queue WHERE id = ? AND lease_epoch = ? AND state = 'running'",
+		lease.TaskID, lease.Epoch).Scan(&attempt, &tenant)
 	if err == sql.ErrNoRows {
-		return 0, false, nil
+		return 0, "", false, nil
 	}
-	return attempt, err == nil, err
+	return attempt, tenant, err == nil, err
 }
 
 // InsertEvidence records evidence items.
@@ -496,8 +493,25 @@ func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
 
 // DeleteTasks deletes finished tasks with everything they own. The guard
 // row lets this one transaction delete history.
-func (t *txn) DeleteTasks(ids []string) error {
+func (t *txn) DeleteTasks(ids []string) (map[string]int64, error) {
 	list := jsonArg(ids)
+	rows, err := t.tx.QueryContext(t.ctx, deletedBytesSQL, list)
+	if err != nil {
+		return nil, err
+	}
+	freed := map[string]int64{}
+	var tenant string
+	var n int64
+	for rows.Next() {
+		if err := rows.Scan(&tenant, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		freed[tenant] = n
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
 	for _, q := range []string{
 		"UPDATE retention_guard SET deleting = 1",
 		`DELETE FROM idempotency_keys WHERE (tenant, key) IN (
@@ -515,18 +529,32 @@ func (t *txn) DeleteTasks(ids []string) error {
 			args = []any{list}
 		}
 		if err := t.exec(q, args...); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return freed, nil
 }
 
-// AddInFlight adds to counters: slot 0 for admission, slot 1 for releases.
+// deletedBytesSQL sums, per tenant, the bytes DeleteTasks deletes among
+// ?1: the inputs of the tasks it deletes, their results and evidence.
+const deletedBytesSQL = `SELECT tenant, sum(n) FROM (
+		SELECT tenant, length(CAST(input AS BLOB)) AS n FROM tasks WHERE id IN (SELECT value FROM json_each(?1))
+			AND NOT EXISTS (SELECT 1 FROM task_queue q WHERE q.id = tasks.id)
+		UNION ALL
+		SELECT tenant, coalesce(length(CAST(result AS BLOB)), 0) FROM task_results WHERE task_id IN (SELECT value FROM json_each(?1))
+		UNION ALL
+		SELECT t.tenant, length(CAST(e.body AS BLOB)) FROM evidence e JOIN tasks t ON t.id = e.task_id
+			WHERE e.task_id IN (SELECT value FROM json_each(?1)))
+	GROUP BY tenant`
+
+// AddInFlight adds to counters (in-flight counts and stored bytes): slot 0
+// for admission, slot 1 for everything else.
 func (t *txn) AddInFlight(deltas []engine.CounterDelta, release bool) error {
 	slot := b2i(release)
 	for _, d := range deltas {
-		if err := t.exec(`INSERT INTO counters (scope, key, slot, n) VALUES (?, ?, ?, ?)
-			ON CONFLICT (scope, key, slot) DO UPDATE SET n = n + excluded.n`, d.Scope, d.Key, slot, d.N); err != nil {
+		if err := t.exec(`INSERT INTO counters (scope, key, slot, n, bytes) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (scope, key, slot) DO UPDATE SET n = n + excluded.n, bytes = bytes + excluded.bytes`,
+			d.Scope, d.Key, slot, d.N, d.Bytes); err != nil {
 			return err
 		}
 	}

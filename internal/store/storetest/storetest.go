@@ -25,6 +25,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Claim", su.testClaim)
 	t.Run("Schedule", su.testSchedule)
 	t.Run("Retention", su.testRetention)
+	t.Run("StorageQuota", su.testStorageQuota)
 	t.Run("Fairness", su.testFairness)
 	t.Run("Finish", su.testFinish)
 	t.Run("Evidence", su.testEvidence)
