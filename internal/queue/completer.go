@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/startstop"
@@ -39,6 +41,7 @@ type completer struct {
 	leases  *leaseRegistry
 	waiters *waiters
 	metrics *metrics.Metrics
+	spans   spans
 	// draining fires when the service begins to stop: from then on a
 	// failed write is tried once and dropped, so that shutdown never waits
 	// on a store that is down.
@@ -64,6 +67,8 @@ type finishRequest struct {
 	workflow string
 	traceID  string
 	tenant   string
+	attempt  int
+	handed   time.Time // when the worker handed it over (set when tracing)
 }
 
 // outcome is what a completer did with one finish request (tests wait on it).
@@ -245,6 +250,13 @@ func (c *completer) write(ctx context.Context, items []*finishRequest) error {
 	res, err := c.store.Finish(qctx, params)
 	if err != nil {
 		return err
+	}
+	if c.spans.on {
+		now := c.clock.Now()
+		for i, r := range items {
+			c.spans.finish(finishTask{traceID: r.traceID, tenant: r.tenant, workflow: r.workflow, pool: c.pool, attempt: r.attempt},
+				&r.item, r.handed, now, res[i].Applied, res[i].State, trace.SpanContext{})
+		}
 	}
 	for i, r := range items {
 		c.leases.remove(r.item.Lease)

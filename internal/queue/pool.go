@@ -29,6 +29,7 @@ type pool struct {
 	store   claimer
 	worker  *worker
 	metrics *metrics.Metrics
+	spans   spans
 	wakeup  *wakeup
 	cfg     poolConfig
 
@@ -214,6 +215,7 @@ func (p *pool) claim(ctx context.Context, limit int) ([]*store.ClaimedTask, erro
 		if c.Task.Attempt == 1 {
 			p.metrics.StartLatency.WithLabelValues(string(p.name)).Observe(now.Sub(c.Task.CreatedAt).Seconds())
 		}
+		p.spans.queueWait(c.Task, now, false)
 	}
 	return claimed, nil
 }

@@ -29,6 +29,7 @@ type worker struct {
 	leases    *leaseRegistry
 	completer *completer
 	metrics   *metrics.Metrics
+	spans     spans
 	cfg       workerConfig
 
 	done *testSignal[string]
@@ -80,14 +81,17 @@ func (w *worker) work(runCtx context.Context, cancel context.CancelCauseFunc, c 
 	// context blocks in Err until done.)
 	timer := w.clock.AfterFunc(task.DeadlineAt.Sub(w.clock.Now()), func() { cancel(errTimedOut) })
 	defer timer.Stop()
-	result, err := w.invoke(runCtx, c)
+	spanCtx, span := w.spans.startRun(runCtx, task)
+	result, err := w.invoke(spanCtx, c)
 
-	req := &finishRequest{item: store.FinishItem{Lease: lease}, workflow: task.Workflow, traceID: task.TraceID, tenant: task.Tenant}
+	req := &finishRequest{item: store.FinishItem{Lease: lease}, workflow: task.Workflow, traceID: task.TraceID, tenant: task.Tenant,
+		attempt: task.Attempt}
 	switch {
 	case err != nil && runCtx.Err() != nil:
 		if !errors.Is(context.Cause(runCtx), errShutdown) {
 			// Stopped by cancel, deadline or lease loss: the task's state
 			// was decided elsewhere. Not a failure.
+			endRun(span, nil, true)
 			w.leases.remove(lease)
 			return
 		}
@@ -105,6 +109,10 @@ func (w *worker) work(runCtx context.Context, cancel context.CancelCauseFunc, c 
 		} else {
 			req.item.Kind = store.FinishFail
 		}
+	}
+	endRun(span, &req.item, false)
+	if w.spans.on {
+		req.handed = w.clock.Now()
 	}
 	// The lease stays registered (and heartbeated) until the completer has
 	// written the outcome.
