@@ -44,19 +44,19 @@ const (
 
 // Attribute keys.
 const (
-	AttrTaskID    = attribute.Key("docket.task.id")
-	AttrTenant    = attribute.Key("docket.tenant")
-	AttrWorkflow  = attribute.Key("docket.workflow")
-	AttrPool      = attribute.Key("docket.pool")
-	AttrAttempt   = attribute.Key("docket.attempt")
-	AttrCode      = attribute.Key("docket.error.code") // a failure code of the closed set
-	AttrOutcome   = attribute.Key("docket.outcome")    // succeed, retry, fail, release
-	AttrFenced    = attribute.Key("docket.fenced")     // the finish was refused: the lease was no longer current
-	AttrItems     = attribute.Key("docket.items")      // items of this submission
-	AttrBatch     = attribute.Key("docket.batch")      // items of the group commit it was part of
-	AttrRemote    = attribute.Key("docket.remote")     // the attempt runs on a remote worker
-	AttrState     = attribute.Key("docket.state")      // the task's state after the write
-	AttrReplayed  = attribute.Key("docket.replayed")   // the submission replayed an existing task
+	AttrTaskID   = attribute.Key("docket.task.id")
+	AttrTenant   = attribute.Key("docket.tenant")
+	AttrWorkflow = attribute.Key("docket.workflow")
+	AttrPool     = attribute.Key("docket.pool")
+	AttrAttempt  = attribute.Key("docket.attempt")
+	AttrCode     = attribute.Key("docket.error.code") // a failure code of the closed set
+	AttrOutcome  = attribute.Key("docket.outcome")    // succeed, retry, fail, release
+	AttrFenced   = attribute.Key("docket.fenced")     // the finish was refused: the lease was no longer current
+	AttrItems    = attribute.Key("docket.items")      // items of this submission
+	AttrBatch    = attribute.Key("docket.batch")      // items of the group commit it was part of
+	AttrRemote   = attribute.Key("docket.remote")     // the attempt runs on a remote worker
+	AttrState    = attribute.Key("docket.state")      // the task's state after the write
+	AttrReplayed = attribute.Key("docket.replayed")   // the submission replayed an existing task
 )
 
 // Enabled reports whether tp records anything: false for nil and for the

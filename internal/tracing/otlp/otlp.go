@@ -34,12 +34,12 @@ type Provider struct {
 }
 
 // Enabled reports whether spans are exported.
-func (p *Provider) Enabled() bool { return p.sdk != nil }
+func (p *Provider) Enabled() bool { return p != nil && p.sdk != nil }
 
 // Shutdown exports what is buffered and stops the exporter, within ctx. It
-// does nothing when tracing is off.
+// does nothing when tracing is off (or p is nil).
 func (p *Provider) Shutdown(ctx context.Context) error {
-	if p.sdk == nil {
+	if p == nil || p.sdk == nil {
 		return nil
 	}
 	return p.sdk.Shutdown(ctx)
