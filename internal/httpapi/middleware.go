@@ -146,7 +146,11 @@ func (s *server) finish(r *http.Request, sw *statusWriter, info *requestInfo, st
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
 	if span := info.span; span != nil {
-		span.SetName(methodLabel(r.Method) + " " + info.route)
+		// The span's name is the route pattern ("POST /v1/tasks"), never
+		// the path (it holds IDs and a tenant's filters).
+		if info.route != routeUnmatched {
+			span.SetName(info.route)
+		}
 		span.SetAttributes(attribute.String("http.route", info.route), attribute.Int("http.response.status_code", status))
 		if info.tenant != "" {
 			span.SetAttributes(tracing.AttrTenant.String(info.tenant))

@@ -68,7 +68,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 			st.Close()
 			return nil, err
 		}
-		opts.TracerProvider = tp
+		opts.TracerProvider = tp.TracerProvider
 	}
 	n, err := assemble(ctx, cfg, opts, st)
 	if err != nil {
