@@ -90,7 +90,9 @@ func TestSpansExportedWithOTLP(t *testing.T) {
 
 	reg := workflow.NewRegistry()
 	if err := reg.Register("trace.export", workflow.Definition{Pool: dockettype.PoolOnline,
-		Run: func(context.Context, *workflow.Binding, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"ok":true}`), nil }}); err != nil {
+		Run: func(context.Context, *workflow.Binding, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"ok":true}`), nil
+		}}); err != nil {
 		t.Fatal(err)
 	}
 	n, key, stop := tracedNode(t, nil, reg)

@@ -14,7 +14,7 @@ func TestTaskSpanContext(t *testing.T) {
 		t.Fatalf("task span IDs %s, %s: want valid, distinct and stable", a, b)
 	}
 	tp := Traceparent(tid, "0190f5d6-aaaa-7000-8000-000000000001")
-	if !regexp.MustCompile(`^00-` + tid + `-[0-9a-f]{16}-01$`).MatchString(tp) || tp[36:52] != a.String() {
+	if !regexp.MustCompile(`^00-`+tid+`-[0-9a-f]{16}-01$`).MatchString(tp) || tp[36:52] != a.String() {
 		t.Fatalf("traceparent %q", tp)
 	}
 	for _, bad := range []string{"", "t", "00000000000000000000000000000000", "4BF92F3577B34DA6A3CE929D0E0E4736"} {
