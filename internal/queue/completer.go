@@ -60,6 +60,8 @@ type completer struct {
 	handoff sync.RWMutex
 	stopped bool
 	loop    startstop.Loop
+
+	spanning sync.WaitGroup // writing the finish spans of written batches
 }
 
 type finishRequest struct {
@@ -126,6 +128,7 @@ func (c *completer) Stop() {
 	c.stopped = true
 	c.handoff.Unlock()
 	c.loop.Stop()
+	c.spanning.Wait()
 }
 
 // enqueue hands an outcome over. It blocks only while FinishBatch×4
@@ -252,11 +255,14 @@ func (c *completer) write(ctx context.Context, items []*finishRequest) error {
 		return err
 	}
 	if c.spans.on {
-		now := c.clock.Now()
-		for i, r := range items {
-			c.spans.finish(finishTask{traceID: r.traceID, tenant: r.tenant, workflow: r.workflow, pool: c.pool, attempt: r.attempt},
-				&r.item, r.handed, now, res[i].Applied, res[i].State, trace.SpanContext{})
-		}
+		// Off the loop: the next batch is not held up by this one's spans.
+		now, written := c.clock.Now(), slices.Clone(items)
+		c.spanning.Go(func() {
+			for i, r := range written {
+				c.spans.finish(finishTask{traceID: r.traceID, attempt: r.attempt},
+					&r.item, r.handed, now, res[i].Applied, res[i].State, trace.SpanContext{})
+			}
+		})
 	}
 	for i, r := range items {
 		c.leases.remove(r.item.Lease)

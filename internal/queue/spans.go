@@ -27,15 +27,17 @@ func newSpans(tp trace.TracerProvider) spans {
 	return spans{on: tracing.Enabled(tp), tracer: tracing.Tracer(tp)}
 }
 
-// taskAttrs are the attributes every span of one task carries.
-func taskAttrs(t *dockettype.Task, more ...attribute.KeyValue) []attribute.KeyValue {
-	return append([]attribute.KeyValue{
+// taskAttrs are the attributes of a task's docket.task span. Its later
+// spans, one or more per attempt, carry only the task ID and the attempt
+// (and what is theirs): each attribute costs on every span exported, and
+// the task's span, their parent, has the rest.
+func taskAttrs(t *dockettype.Task) []attribute.KeyValue {
+	return []attribute.KeyValue{
 		tracing.AttrTaskID.String(t.ID),
 		tracing.AttrTenant.String(t.Tenant),
 		tracing.AttrWorkflow.String(t.Workflow),
 		tracing.AttrPool.String(string(t.Pool)),
-		tracing.AttrAttempt.Int(t.Attempt),
-	}, more...)
+	}
 }
 
 // startAdmit starts a submission's admission span (its wait for the group
@@ -93,8 +95,12 @@ func (s spans) queueWait(t *dockettype.Task, now time.Time, remote bool) {
 		return
 	}
 	ctx := tracing.InTask(context.Background(), t.TraceID, t.ID)
+	attrs := []attribute.KeyValue{tracing.AttrTaskID.String(t.ID), tracing.AttrAttempt.Int(t.Attempt)}
+	if remote {
+		attrs = append(attrs, tracing.AttrRemote.Bool(true))
+	}
 	_, span := s.tracer.Start(ctx, tracing.SpanQueueWait, trace.WithTimestamp(t.CreatedAt),
-		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(taskAttrs(t, tracing.AttrRemote.Bool(remote))...))
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
 	span.End(trace.WithTimestamp(now))
 }
 
@@ -109,7 +115,7 @@ func (s spans) startRun(ctx context.Context, t *dockettype.Task) (context.Contex
 		return ctx, nil
 	}
 	return s.tracer.Start(trace.ContextWithRemoteSpanContext(ctx, sc), tracing.SpanRun,
-		trace.WithAttributes(taskAttrs(t)...))
+		trace.WithAttributes(tracing.AttrTaskID.String(t.ID), tracing.AttrAttempt.Int(t.Attempt)))
 }
 
 // endRun ends an attempt's span with what the worker decided.
@@ -120,14 +126,13 @@ func endRun(span trace.Span, item *store.FinishItem, stopped bool) {
 	switch {
 	case stopped:
 		span.SetAttributes(tracing.AttrOutcome.String("stopped"))
+	case item.Code != "":
+		span.SetAttributes(tracing.AttrOutcome.String(outcomeName(item.Kind)), tracing.AttrCode.String(metrics.CodeLabel(item.Code)))
 	default:
 		span.SetAttributes(tracing.AttrOutcome.String(outcomeName(item.Kind)))
-		if item.Code != "" {
-			span.SetAttributes(tracing.AttrCode.String(metrics.CodeLabel(item.Code)))
-		}
-		if item.Kind == store.FinishFail || item.Kind == store.FinishRetry {
-			span.SetStatus(codes.Error, "")
-		}
+	}
+	if !stopped && (item.Kind == store.FinishFail || item.Kind == store.FinishRetry) {
+		span.SetStatus(codes.Error, "")
 	}
 	span.End()
 }
@@ -141,20 +146,13 @@ func (s spans) finish(task finishTask, item *store.FinishItem, start, now time.T
 		return
 	}
 	ctx := tracing.InTask(context.Background(), task.traceID, item.TaskID)
-	attrs := []attribute.KeyValue{
-		tracing.AttrTaskID.String(item.TaskID),
-		tracing.AttrTenant.String(task.tenant),
-		tracing.AttrPool.String(string(task.pool)),
-		tracing.AttrOutcome.String(outcomeName(item.Kind)),
-		tracing.AttrFenced.Bool(!applied),
-	}
-	if task.workflow != "" { // a remote finish knows the task by its lease token only
-		attrs = append(attrs, tracing.AttrWorkflow.String(task.workflow))
-	}
-	if task.attempt > 0 {
-		attrs = append(attrs, tracing.AttrAttempt.Int(task.attempt))
-	}
-	if item.Code != "" {
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, tracing.AttrTaskID.String(item.TaskID), tracing.AttrAttempt.Int(task.attempt),
+		tracing.AttrOutcome.String(outcomeName(item.Kind)))
+	switch {
+	case !applied:
+		attrs = append(attrs, tracing.AttrFenced.Bool(true), tracing.AttrCode.String(string(dockettype.CodeStaleLease)))
+	case item.Code != "":
 		attrs = append(attrs, tracing.AttrCode.String(metrics.CodeLabel(item.Code)))
 	}
 	if applied && state != "" {
@@ -165,17 +163,13 @@ func (s spans) finish(task finishTask, item *store.FinishItem, start, now time.T
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
 	}
 	_, span := s.tracer.Start(ctx, tracing.SpanFinish, opts...)
-	if !applied {
-		span.SetAttributes(tracing.AttrCode.String(string(dockettype.CodeStaleLease)))
-	}
 	span.End(trace.WithTimestamp(now))
 }
 
-// finishTask is what a finish span says of its task beyond the item.
+// finishTask is what a finish span needs of its task beyond the item.
 type finishTask struct {
-	traceID, tenant, workflow string
-	pool                      dockettype.Pool
-	attempt                   int
+	traceID string
+	attempt int
 }
 
 // outcomeName is a finish kind as a span attribute.

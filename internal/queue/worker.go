@@ -60,13 +60,17 @@ func newWorker(base baseService, pool dockettype.Pool, rt Runtime, ev evidenceAp
 
 // start registers a claimed attempt's lease, so that heartbeats renew it
 // and cancel, timeout or a refused heartbeat can stop it, and returns the
-// function that runs the attempt (on a goroutine of the pool's). parent is
+// function that runs the attempt (on a goroutine of the pool's), which
+// first writes the span of its wait in the queue, until claimedAt. parent is
 // cancelled, with errShutdown, by the pool's Stop.
-func (w *worker) start(parent context.Context, c *store.ClaimedTask) func() {
+func (w *worker) start(parent context.Context, c *store.ClaimedTask, claimedAt time.Time) func() {
 	ctx, cancel := context.WithCancelCause(parent)
 	w.leases.add(c.Lease(), cancel)
 	return func() {
 		defer cancel(nil)
+		// On the attempt's goroutine, not the pool's claim loop: a
+		// claim of many tasks is not slowed by their spans.
+		w.spans.queueWait(c.Task, claimedAt, false)
 		w.work(ctx, cancel, c)
 	}
 }
