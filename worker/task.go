@@ -25,6 +25,10 @@ type Task struct {
 	TraceID       string
 	ConfigVersion string
 	Input         json.RawMessage
+	// Traceparent is the W3C traceparent of the task's span in its trace
+	// (the attempt's span, made by the worker when tracing, is its child);
+	// "" when the server sent none.
+	Traceparent string
 
 	w     *Worker
 	lease string
@@ -85,16 +89,17 @@ type claimAnswer struct {
 }
 
 type claimedTask struct {
-	Lease string           `json:"lease"`
-	Task  *dockettype.Task `json:"task"`
-	Input json.RawMessage  `json:"input"`
+	Lease       string           `json:"lease"`
+	Task        *dockettype.Task `json:"task"`
+	Input       json.RawMessage  `json:"input"`
+	Traceparent string           `json:"traceparent"`
 }
 
 func (c claimedTask) task(w *Worker) *Task {
 	t := c.Task
 	return &Task{ID: t.ID, Tenant: t.Tenant, Author: t.Author, Workflow: t.Workflow, Pool: t.Pool, Attempt: t.Attempt,
 		MaxAttempts: t.MaxAttempts, DeadlineAt: t.DeadlineAt, TraceID: t.TraceID, ConfigVersion: t.ConfigVersion,
-		Input: c.Input, w: w, lease: c.Lease}
+		Input: c.Input, Traceparent: c.Traceparent, w: w, lease: c.Lease}
 }
 
 // maxLeasesPerCall is the most leases one heartbeat or release carries.

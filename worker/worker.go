@@ -13,6 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/docket-dev/docket/client"
 	"github.com/docket-dev/docket/dockettype"
 )
@@ -56,6 +62,13 @@ type Options struct {
 	// Logger receives codes and IDs only, never inputs or results;
 	// default slog.Default().
 	Logger *slog.Logger
+	// TracerProvider receives a span per attempt, "docket.worker.run", a
+	// child of the task's span in the task's trace (the claim's
+	// traceparent), and the handler's context carries it, so the
+	// handler's own spans join the trace too. Default the program's
+	// global provider (otel.GetTracerProvider): no span unless the
+	// program set one up.
+	TracerProvider trace.TracerProvider
 }
 
 // Worker claims and runs tasks of the workflows it has handlers for.
@@ -101,6 +114,9 @@ func New(baseURL, key string, opts Options) *Worker {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.TracerProvider == nil {
+		opts.TracerProvider = otel.GetTracerProvider()
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
@@ -257,9 +273,66 @@ func (w *Worker) start(life context.Context, ct claimedTask) {
 		defer cancel(nil)
 		dctx, stop := context.WithDeadlineCause(ctx, t.DeadlineAt, ErrTimedOut)
 		defer stop()
-		result, err := call(dctx, h, t)
+		sctx, span := w.startSpan(dctx, t)
+		result, err := call(sctx, h, t)
+		endSpan(span, dctx, err)
 		w.settle(a, dctx, result, err)
 	}()
+}
+
+// spanName is the name of a remote attempt's span.
+const spanName = "docket.worker.run"
+
+// startSpan starts the attempt's span as a child of the task's span (the
+// claim's traceparent). Its attributes are IDs, the workflow, the pool and
+// the attempt: never the input.
+func (w *Worker) startSpan(ctx context.Context, t *Task) (context.Context, trace.Span) {
+	if t.Traceparent == "" {
+		return ctx, nil
+	}
+	pctx := propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": t.Traceparent})
+	if !trace.SpanContextFromContext(pctx).IsValid() {
+		return ctx, nil
+	}
+	return w.opts.TracerProvider.Tracer("github.com/docket-dev/docket/worker").Start(pctx, spanName,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+			attribute.String("docket.task.id", t.ID),
+			attribute.String("docket.tenant", t.Tenant),
+			attribute.String("docket.workflow", t.Workflow),
+			attribute.String("docket.pool", string(t.Pool)),
+			attribute.Int("docket.attempt", t.Attempt),
+		))
+}
+
+// endSpan ends the attempt's span with how the handler ended: a failure's
+// code when it is one of Docket's codes (a handler's own becomes
+// workflow_error), never its message.
+func endSpan(span trace.Span, ctx context.Context, err error) {
+	if span == nil {
+		return
+	}
+	defer span.End()
+	var f *Failure
+	switch {
+	case err == nil:
+		span.SetAttributes(attribute.String("docket.outcome", "succeeded"))
+		return
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrTimedOut):
+		span.SetAttributes(attribute.String("docket.outcome", "timed_out"))
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrShutdown):
+		span.SetAttributes(attribute.String("docket.outcome", "released"))
+		return
+	case errors.As(err, &f):
+		code := dockettype.Code(f.Code)
+		if !code.Known() {
+			code = dockettype.CodeWorkflowError
+		}
+		span.SetAttributes(attribute.String("docket.outcome", "failed"), attribute.String("docket.error.code", string(code)))
+	default:
+		span.SetAttributes(attribute.String("docket.outcome", "failed"),
+			attribute.String("docket.error.code", string(dockettype.CodeWorkflowError)))
+	}
+	span.SetStatus(codes.Error, "")
 }
 
 // call runs the handler, turning a panic into a failure.

@@ -7,7 +7,12 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/tracing"
 )
 
 // requestInfo is what the handlers tell the instrumentation about a
@@ -18,6 +23,7 @@ type requestInfo struct {
 	tenant  string          // set once authenticated
 	code    dockettype.Code // set when the answer is an error
 	body    *bodyWatch      // the request's body, when it has one
+	span    trace.Span      // the server span, when tracing
 }
 
 type infoKey struct{}
@@ -64,14 +70,30 @@ func (s *server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.clock.Now()
 		info := &requestInfo{route: routeUnmatched}
-		if id, ok := parseTraceparent(r.Header.Values("traceparent")); ok {
-			info.traceID = id
-		} else {
-			info.traceID = newTraceID()
+		ctx := r.Context()
+		if s.spans.on {
+			// The server span, a child of the caller's; the request's trace
+			// ID is its trace ID.
+			if sc, ok := traceparentContext(r.Header.Values("traceparent")); ok {
+				ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+			}
+			ctx, info.span = s.spans.tracer.Start(ctx, methodLabel(r.Method), trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithTimestamp(start), trace.WithAttributes(attribute.String("http.request.method", methodLabel(r.Method))))
+			if sc := info.span.SpanContext(); sc.IsValid() {
+				info.traceID = sc.TraceID().String()
+				w.Header().Set("traceparent", tracing.FormatTraceparent(sc))
+			}
 		}
-		w.Header().Set("traceparent", formatTraceparent(info.traceID))
+		if info.traceID == "" {
+			if id, ok := parseTraceparent(r.Header.Values("traceparent")); ok {
+				info.traceID = id
+			} else {
+				info.traceID = newTraceID()
+			}
+			w.Header().Set("traceparent", formatTraceparent(info.traceID))
+		}
 		sw := &statusWriter{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		r = r.WithContext(context.WithValue(ctx, infoKey{}, info))
 		if r.Body != nil && r.Body != http.NoBody {
 			sw.body = s.watchBody(w, r)
 			defer sw.body.stop()
@@ -123,6 +145,34 @@ func (s *server) finish(r *http.Request, sw *statusWriter, info *requestInfo, st
 		attrs = append(attrs, slog.String("code", string(info.code)))
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
+	if span := info.span; span != nil {
+		// The span's name is the route pattern ("POST /v1/tasks"), never
+		// the path (it holds IDs and a tenant's filters).
+		if info.route != routeUnmatched {
+			span.SetName(info.route)
+		}
+		span.SetAttributes(attribute.String("http.route", info.route), attribute.Int("http.response.status_code", status))
+		if info.tenant != "" {
+			span.SetAttributes(tracing.AttrTenant.String(info.tenant))
+		}
+		if info.code != "" {
+			span.SetAttributes(tracing.AttrCode.String(string(info.code)))
+		}
+		if status >= 500 {
+			span.SetStatus(codes.Error, "")
+		}
+		span.End(trace.WithTimestamp(start.Add(elapsed)))
+	}
+}
+
+// spans is the HTTP API's tracer: a server span per request when on.
+type spans struct {
+	on     bool
+	tracer trace.Tracer
+}
+
+func newSpans(tp trace.TracerProvider) spans {
+	return spans{on: tracing.Enabled(tp), tracer: tracing.Tracer(tp)}
 }
 
 // methodLabel is the method as logged: a known method, or OTHER. The method

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/defaults"
@@ -84,6 +85,9 @@ type Options struct {
 	// Clock times requests for the access log and the body timeout;
 	// default the real clock.
 	Clock clockwork.Clock
+	// TracerProvider receives a server span per request, a child of the
+	// caller's traceparent; nil or a no-op provider: none.
+	TracerProvider trace.TracerProvider
 
 	// Version is reported by GET /healthz.
 	Version string
@@ -137,6 +141,7 @@ const DefaultMaxWorkerWaits = 10_000
 // server holds the handler's dependencies.
 type server struct {
 	exec         Executor
+	spans        spans
 	authn        Authenticator
 	adminStore   AdminStore
 	node         NodeStats
@@ -219,6 +224,7 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		schedules:    opts.Schedules,
 		log:          opts.Logger.With("component", "http"),
 		metrics:      opts.Metrics,
+		spans:        newSpans(opts.TracerProvider),
 		clock:        opts.Clock,
 		version:      opts.Version,
 		tenantLimit:  defaults.StoredTenantLimit(opts.DefaultTenantLimit),

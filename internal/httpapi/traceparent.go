@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/docket-dev/docket/internal/queue"
 )
 
@@ -31,6 +33,23 @@ func parseTraceparent(values []string) (string, bool) {
 		return "", false
 	}
 	return traceID, true
+}
+
+// traceparentContext is the caller's span context of a valid traceparent
+// (see parseTraceparent), as the parent of the request's server span.
+func traceparentContext(values []string) (trace.SpanContext, bool) {
+	if _, ok := parseTraceparent(values); !ok {
+		return trace.SpanContext{}, false
+	}
+	v := values[0]
+	tid, err1 := trace.TraceIDFromHex(v[3:35])
+	sid, err2 := trace.SpanIDFromHex(v[36:52])
+	flags, err3 := hex.DecodeString(v[53:55])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return trace.SpanContext{}, false
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid,
+		TraceFlags: trace.TraceFlags(flags[0]), Remote: true}), true
 }
 
 // formatTraceparent returns the response's traceparent: the trace ID with a

@@ -53,9 +53,10 @@ type claimBody struct {
 }
 
 type claimedTaskBody struct {
-	Lease string           `json:"lease"`
-	Task  *dockettype.Task `json:"task"`
-	Input json.RawMessage  `json:"input"`
+	Lease       string           `json:"lease"`
+	Task        *dockettype.Task `json:"task"`
+	Input       json.RawMessage  `json:"input"`
+	Traceparent string           `json:"traceparent,omitempty"`
 }
 
 type claimAnswer struct {
@@ -173,7 +174,7 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request, p dockettyp
 	out := claimAnswer{Tasks: make([]claimedTaskBody, len(res.Tasks)),
 		LeaseTTLMS: res.LeaseTTL.Milliseconds(), HeartbeatMS: res.HeartbeatInterval.Milliseconds()}
 	for i, t := range res.Tasks {
-		out.Tasks[i] = claimedTaskBody{Lease: t.Lease, Task: t.Task, Input: json.RawMessage(t.Input)}
+		out.Tasks[i] = claimedTaskBody{Lease: t.Lease, Task: t.Task, Input: json.RawMessage(t.Input), Traceparent: t.Traceparent}
 	}
 	writeJSON(w, r, http.StatusOK, out)
 }

@@ -1,7 +1,7 @@
 // Package leasetoken makes and checks the lease tokens of remote workers.
 //
 // A token names one claim of one task: the task, its tenant and pool, the
-// lease epoch, and the attempt with its budget, followed by a MAC over them and
+// lease epoch, the attempt with its budget, and the task's trace ID, followed by a MAC over them and
 // the ID of the API key that claimed. The MAC is keyed with a secret of the
 // installation (stored once in the database, shared by every node), so a
 // worker cannot make a token for another task or epoch, alter one, or
@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"strings"
 )
@@ -45,6 +46,10 @@ type Claims struct {
 	Epoch       int64
 	Attempt     int
 	MaxAttempts int
+	// TraceID is the task's W3C trace ID (32 lowercase hex digits), so
+	// that the spans of a remote finish join the task's trace; "" in
+	// tokens made before it was carried, or when it is not a valid one.
+	TraceID string
 }
 
 // Sign returns the token of c for the key that claimed (keyID).
@@ -97,7 +102,28 @@ func encode(c Claims) []byte {
 	b = append(b, c.Pool...)
 	b = binary.AppendUvarint(b, uint64(c.Epoch))
 	b = binary.AppendUvarint(b, uint64(c.Attempt))
-	return binary.AppendUvarint(b, uint64(c.MaxAttempts))
+	b = binary.AppendUvarint(b, uint64(c.MaxAttempts))
+	// The trace ID, when valid, is the last 16 bytes: a token without it
+	// (made by an earlier version) still decodes.
+	if len(c.TraceID) == 2*traceIDLen && lowerHex(c.TraceID) {
+		var raw [traceIDLen]byte
+		if _, err := hex.Decode(raw[:], []byte(c.TraceID)); err == nil {
+			b = append(b, raw[:]...)
+		}
+	}
+	return b
+}
+
+// traceIDLen is the length of a trace ID in a token's body.
+const traceIDLen = 16
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if ch := s[i]; !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func decode(b []byte) (Claims, bool) {
@@ -127,6 +153,9 @@ func decode(b []byte) (Claims, bool) {
 	epoch, ok3 = num()
 	attempt, ok4 = num()
 	maxAttempts, ok5 = num()
+	if len(b) == traceIDLen {
+		c.TraceID, b = hex.EncodeToString(b), nil
+	}
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || len(b) != 0 || c.TaskID == "" || attempt > 1<<30 || maxAttempts > 1<<30 {
 		return Claims{}, false
 	}

@@ -80,3 +80,29 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// A token carries the task's trace ID; a token made without one (by an
+// earlier version, or for an invalid trace ID) still verifies, with none.
+func TestTraceID(t *testing.T) {
+	traced := claims
+	traced.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	got, err := Verify(secret, "key_a", Sign(secret, "key_a", traced))
+	if err != nil || got != traced {
+		t.Fatalf("Verify = %+v, %v; want %+v", got, err, traced)
+	}
+	for _, id := range []string{"", "t", "4BF92F3577B34DA6A3CE929D0E0E4736", "4bf92f3577b34da6a3ce929d0e0e473"} {
+		c := claims
+		c.TraceID = id
+		got, err := Verify(secret, "key_a", Sign(secret, "key_a", c))
+		if err != nil || got != claims {
+			t.Fatalf("trace id %q: Verify = %+v, %v; want %+v", id, got, err, claims)
+		}
+	}
+	// A body with a trace ID cut short is no token.
+	c := claims
+	c.TraceID = traced.TraceID
+	body := encode(c)
+	if _, ok := decode(body[:len(body)-1]); ok {
+		t.Fatal("a body with 15 bytes of trace ID decoded")
+	}
+}

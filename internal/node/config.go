@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/dsn"
@@ -75,6 +76,11 @@ type Options struct {
 	// clock-skew` runs a node whose clock is ahead (serve's hidden
 	// --clock-offset). Fault testing only.
 	ClockOffset time.Duration
+	// TracerProvider receives the node's spans (the HTTP API's and the
+	// queue's). nil: the node sets tracing up from the OTEL_* variables
+	// (package tracing/otlp), off when no OTLP endpoint is set, and
+	// flushes it when it stops. Tests pass an in-memory one.
+	TracerProvider trace.TracerProvider
 }
 
 // setDefaults fills what the node itself reads; the queue and the HTTP

@@ -21,6 +21,7 @@ import (
 	"github.com/docket-dev/docket/internal/remote"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/storeopen"
+	"github.com/docket-dev/docket/internal/tracing/otlp"
 )
 
 // KeyCacheTTL is how long a node remembers an API key it resolved: a key
@@ -40,6 +41,7 @@ type Node struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	clock   clockwork.Clock
+	tracing *otlp.Provider // nil when Options.TracerProvider was given
 
 	listening chan struct{} // closed once Start has opened the listener
 }
@@ -61,10 +63,25 @@ func New(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tp *otlp.Provider
+	if opts.TracerProvider == nil {
+		if tp, err = otlp.FromEnv(ctx, opts.Version); err != nil {
+			st.Close()
+			return nil, err
+		}
+		opts.TracerProvider = tp.TracerProvider
+	}
 	n, err := assemble(ctx, cfg, opts, st)
 	if err != nil {
+		if tp != nil {
+			_ = tp.Shutdown(ctx)
+		}
 		st.Close()
 		return nil, err
+	}
+	n.tracing = tp
+	if tp.Enabled() {
+		n.log.Info("tracing on: spans are exported with OTLP")
 	}
 	return n, nil
 }
@@ -81,7 +98,9 @@ func assemble(ctx context.Context, cfg Config, opts Options, st store.Store) (*N
 	// Workflows compiled in first, then those an admin registered for
 	// remote workers.
 	rt := remote.New(inprocess.New(cfg.Workflows, provider), st, provider, clock)
-	n.svc, err = queue.New(st, rt, cfg.queueConfig(clock, n.metrics))
+	qcfg := cfg.queueConfig(clock, n.metrics)
+	qcfg.TracerProvider = opts.TracerProvider
+	n.svc, err = queue.New(st, rt, qcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +111,7 @@ func assemble(ctx context.Context, cfg Config, opts Options, st store.Store) (*N
 	api.Admin, api.Node = st, n.svc
 	api.Remote, api.Workflows, api.LeaseTTL = n.svc, rt, n.svc.Config().LeaseTTL
 	api.Schedules = n.svc
+	api.TracerProvider = opts.TracerProvider
 	handler := httpapi.New(n.svc, auth.NewAuthenticator(st).WithCache(KeyCacheTTL, clock), api)
 	n.http = httpapi.NewServer(handler, slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn))
 	return n, nil
@@ -157,6 +177,11 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.svc.Drain() // long polls answer now instead of holding the shutdown
 	err := n.http.Shutdown(ctx)
 	n.svc.Stop()
+	// The last spans (the finishes written by Stop) are exported within
+	// what is left of ctx, the shutdown grace's bound.
+	if terr := n.tracing.Shutdown(ctx); terr != nil {
+		n.log.Warn("tracing: spans not all exported at shutdown", "code", dockettype.CodeInternal)
+	}
 	if cerr := n.store.Close(); err == nil {
 		err = cerr
 	}
@@ -165,12 +190,15 @@ func (n *Node) Shutdown(ctx context.Context) error {
 }
 
 // Close releases the store of a node that was never started.
-func (n *Node) Close() error { return n.store.Close() }
+func (n *Node) Close() error {
+	_ = n.tracing.Shutdown(context.Background())
+	return n.store.Close()
+}
 
 // Run starts the node and serves until ctx is cancelled, then shuts down.
 func (n *Node) Run(ctx context.Context) error {
 	if err := n.Start(ctx); err != nil {
-		n.store.Close()
+		n.Close()
 		return err
 	}
 	<-ctx.Done()

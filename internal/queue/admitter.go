@@ -38,8 +38,9 @@ type admitRequest struct {
 }
 
 type admitResponse struct {
-	res []store.AdmitResult // one per item, in order
-	err error
+	res   []store.AdmitResult // one per item, in order
+	batch int                 // items of the transaction (the group commit)
+	err   error
 }
 
 var (
@@ -71,21 +72,29 @@ func (a *admitter) Stop() {
 // admit queues a group of items and waits for their outcomes, one per item
 // in order. When the service is not running it admits them directly.
 func (a *admitter) admit(ctx context.Context, items []*store.AdmitItem) ([]store.AdmitResult, error) {
+	res, _, err := a.admitGroup(ctx, items)
+	return res, err
+}
+
+// admitGroup is admit, also telling how many items the transaction that
+// admitted them held (theirs and the concurrent submissions').
+func (a *admitter) admitGroup(ctx context.Context, items []*store.AdmitItem) ([]store.AdmitResult, int, error) {
 	if !a.loops[0].Running() {
-		return a.direct(ctx, items)
+		res, err := a.direct(ctx, items)
+		return res, len(items), err
 	}
 	req := &admitRequest{ctx: ctx, items: items, done: make(chan admitResponse, 1)}
 	select {
 	case a.in <- req:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, 0, ctx.Err()
 	}
 	select {
 	case r := <-req.done:
-		return r.res, r.err
+		return r.res, r.batch, r.err
 	case <-ctx.Done():
 		// The batch may still commit; the client retries with its key.
-		return nil, ctx.Err()
+		return nil, 0, ctx.Err()
 	}
 }
 
@@ -147,7 +156,7 @@ func (a *admitter) commit(batch []*admitRequest) {
 			continue
 		}
 		// Each group's results are the next len(r.items), in its order.
-		r.done <- admitResponse{res: res[:len(r.items):len(r.items)]}
+		r.done <- admitResponse{res: res[:len(r.items):len(r.items)], batch: len(items)}
 		res = res[len(r.items):]
 	}
 }

@@ -10,7 +10,8 @@ import (
 // TestArchitectureQueueImportsNoQualityCode checks the rule the queue core
 // is built on: the queue (and the stores it depends on) imports neither the
 // quality rules, nor any workflow or its registry, nor a runtime, nor the
-// HTTP layer or the node that wires them together. Quality rules plug in
+// HTTP layer or the node that wires them together, nor the OpenTelemetry
+// SDK (its spans go through the API). Quality rules plug in
 // as a registered workflow; the core reaches work only through its Runtime
 // interface and persistence only through its Store interface.
 func TestArchitectureQueueImportsNoQualityCode(t *testing.T) {
@@ -30,6 +31,11 @@ func TestArchitectureQueueImportsNoQualityCode(t *testing.T) {
 		module + "internal/httpapi",
 		module + "internal/node",
 		module + "workflow",
+		// Tracing: the OpenTelemetry API only; the SDK and its exporters
+		// are set up by the node (internal/tracing/otlp).
+		module + "internal/tracing/otlp",
+		"go.opentelemetry.io/otel/sdk",
+		"go.opentelemetry.io/otel/exporters",
 	}
 	deps := strings.Fields(string(out))
 	if len(deps) < 5 {
@@ -46,6 +52,10 @@ func TestArchitectureQueueImportsNoQualityCode(t *testing.T) {
 	out, err = goListDeps(module + "internal/inprocess")
 	if err != nil || !strings.Contains(string(out), module+"workflow\n") {
 		t.Fatalf("sanity check: internal/inprocess should depend on workflow (%v)", err)
+	}
+	out, err = goListDeps(module + "internal/tracing/otlp")
+	if err != nil || !strings.Contains(string(out), "go.opentelemetry.io/otel/sdk/trace\n") {
+		t.Fatalf("sanity check: internal/tracing/otlp should depend on the SDK (%v)", err)
 	}
 }
 

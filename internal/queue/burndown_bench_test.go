@@ -4,14 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/logtest"
@@ -19,6 +28,7 @@ import (
 	"github.com/docket-dev/docket/internal/store/postgres"
 	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
 	"github.com/docket-dev/docket/internal/store/sqlite"
+	"github.com/docket-dev/docket/internal/tracing/otlp"
 )
 
 // BenchmarkBurnDown admits N no-op tasks (batches of 1,000, pools stopped),
@@ -26,9 +36,77 @@ import (
 // terminal: claims, the workflow call, fenced finishes, events and counters
 // all included. N is -benchtime's count (e.g. -benchtime 20000x). It runs
 // on SQLite (durable default) and, when DOCKET_TEST_POSTGRES_URL is set, on
-// PostgreSQL.
+// PostgreSQL; each also "-traced": tracing on, set up from
+// OTEL_EXPORTER_OTLP_ENDPOINT as a node does, exporting with OTLP/HTTP to
+// a receiver in the test that decodes and discards (its spans/task metric
+// is what arrived, flushed after the timer stops).
 func BenchmarkBurnDown(b *testing.B) {
-	backends := map[string]func(b *testing.B) store.Store{
+	backends := burnDownBackends()
+	for _, name := range []string{"sqlite", "sqlite-traced", "postgres", "postgres-traced"} {
+		backend, traced := strings.CutSuffix(name, "-traced")
+		open, ok := backends[backend]
+		if !ok {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			r := burnDown(b, open, b.N, traced, true)
+			b.ReportMetric(r.tasksPerSec, "tasks/s")
+			if traced {
+				b.ReportMetric(r.spansPerTask, "spans/task")
+			}
+		})
+	}
+}
+
+// BenchmarkBurnDownTracing compares tracing off and on in pairs of
+// burn-downs, off then on, BENCH_ROUNDS rounds (default 5) of N tasks each
+// (-benchtime Nx), so that a machine whose load drifts weighs on both
+// alike. It reports the medians of each and of the rounds' on/off ratios.
+func BenchmarkBurnDownTracing(b *testing.B) {
+	rounds := 5
+	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	backends := burnDownBackends()
+	for _, name := range []string{"sqlite", "postgres"} {
+		open, ok := backends[name]
+		if !ok {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			if b.N == 1 {
+				return // the framework's first probe: no figure of one task
+			}
+			var off, on, ratio, spans []float64
+			for range rounds {
+				o := burnDown(b, open, b.N, false, false)
+				t := burnDown(b, open, b.N, true, false)
+				off, on = append(off, o.tasksPerSec), append(on, t.tasksPerSec)
+				ratio, spans = append(ratio, t.tasksPerSec/o.tasksPerSec), append(spans, t.spansPerTask)
+				b.Logf("round %d: off %.0f tasks/s, on %.0f tasks/s (%.3f), %.3f spans/task exported",
+					len(off), o.tasksPerSec, t.tasksPerSec, t.tasksPerSec/o.tasksPerSec, t.spansPerTask)
+			}
+			b.ReportMetric(median(off), "off-tasks/s")
+			b.ReportMetric(median(on), "on-tasks/s")
+			b.ReportMetric(median(ratio), "on/off")
+			b.ReportMetric(median(spans), "spans/task")
+		})
+	}
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+type openStore func(b *testing.B) store.Store
+
+func burnDownBackends() map[string]openStore {
+	backends := map[string]openStore{
 		"sqlite": func(b *testing.B) store.Store {
 			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "d.db"), sqlite.Options{Synchronous: os.Getenv("BENCH_SQLITE_SYNC")})
 			if err != nil {
@@ -46,53 +124,129 @@ func BenchmarkBurnDown(b *testing.B) {
 			return st
 		}
 	}
-	for _, name := range []string{"sqlite", "postgres"} {
-		open, ok := backends[name]
-		if !ok {
-			continue
+	return backends
+}
+
+type burnDownResult struct {
+	tasksPerSec  float64
+	spansPerTask float64 // exported, when traced
+}
+
+// burnDown admits n tasks on a fresh store, then times their drain. With
+// timer it drives b's timer (one burn-down per benchmark run); without,
+// it times the drain itself.
+func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownResult {
+	st := open(b)
+	defer st.Close()
+	ctx := context.Background()
+	for done := 0; done < n; done += 1000 {
+		items := make([]*store.AdmitItem, min(1000, n-done))
+		for i := range items {
+			items[i] = &store.AdmitItem{
+				TaskID: uuid.Must(uuid.NewV7()).String(), Tenant: "bench", Author: "bench",
+				IdempotencyKey: fmt.Sprint(done + i), RequestHash: "h", Workflow: "bench.noop",
+				Pool: dockettype.PoolOnline, MaxAttempts: 3, DeadlineAt: time.Now().Add(time.Hour),
+				TraceID: NewTraceID(), Input: []byte(`{}`),
+			}
 		}
-		b.Run(name, func(b *testing.B) {
-			st := open(b)
-			defer st.Close()
-			ctx := context.Background()
-			n := b.N
-			for done := 0; done < n; done += 1000 {
-				items := make([]*store.AdmitItem, min(1000, n-done))
-				for i := range items {
-					items[i] = &store.AdmitItem{
-						TaskID: uuid.Must(uuid.NewV7()).String(), Tenant: "bench", Author: "bench",
-						IdempotencyKey: fmt.Sprint(done + i), RequestHash: "h", Workflow: "bench.noop",
-						Pool: dockettype.PoolOnline, MaxAttempts: 3, DeadlineAt: time.Now().Add(time.Hour),
-						TraceID: "t", Input: []byte(`{}`),
-					}
-				}
-				if _, err := st.Admit(ctx, &store.AdmitParams{Now: time.Now(), Items: items}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			logger, _ := logtest.New(b)
-			rt := newTestRuntime()
-			rt.register("bench.noop", dockettype.PoolOnline, func(context.Context, *Invocation) (json.RawMessage, error) {
-				return json.RawMessage(`{}`), nil
-			})
-			svc, err := New(st, rt, Config{Clock: clockwork.NewRealClock(), Logger: logger, ShutdownGrace: time.Second,
-				Online: PoolConfig{Capacity: -1, Workers: 2000}, Offline: PoolConfig{Workers: -1}, ClaimBatch: 1000, FinishBatch: 1000})
-			if err != nil {
-				b.Fatal(err)
-			}
-			done := svc.metrics.TerminalOutcomes.WithLabelValues(string(dockettype.PoolOnline), string(dockettype.StateSucceeded))
-			b.ResetTimer()
-			if err := svc.Start(ctx); err != nil {
-				b.Fatal(err)
-			}
-			defer svc.Stop()
-			tick := time.NewTicker(5 * time.Millisecond)
-			defer tick.Stop()
-			for testutil.ToFloat64(done) < float64(n) {
-				<-tick.C
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tasks/s")
-		})
+		if _, err := st.Admit(ctx, &store.AdmitParams{Now: time.Now(), Items: items}); err != nil {
+			b.Fatal(err)
+		}
 	}
+	logger, _ := logtest.New(b)
+	rt := newTestRuntime()
+	rt.register("bench.noop", dockettype.PoolOnline, func(context.Context, *Invocation) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	})
+	cfg := Config{Clock: clockwork.NewRealClock(), Logger: logger, ShutdownGrace: time.Second,
+		Online: PoolConfig{Capacity: -1, Workers: 2000}, Offline: PoolConfig{Workers: -1}, ClaimBatch: 1000, FinishBatch: 1000}
+	var (
+		tp    *otlp.Provider
+		count func() int
+	)
+	if traced {
+		tp, count = benchTracing(b)
+		defer tp.Shutdown(context.Background())
+		cfg.TracerProvider = tp.TracerProvider
+	}
+	svc, err := New(st, rt, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := svc.metrics.TerminalOutcomes.WithLabelValues(string(dockettype.PoolOnline), string(dockettype.StateSucceeded))
+	if timer {
+		b.ResetTimer()
+	}
+	start := time.Now()
+	if err := svc.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	for testutil.ToFloat64(done) < float64(n) {
+		<-tick.C
+	}
+	tick.Stop()
+	elapsed := time.Since(start)
+	if timer {
+		b.StopTimer()
+		elapsed = b.Elapsed()
+	}
+	svc.Stop()
+	r := burnDownResult{tasksPerSec: float64(n) / elapsed.Seconds()}
+	if tp != nil {
+		if err := tp.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		r.spansPerTask = float64(count()) / float64(n)
+	}
+	return r
+}
+
+// benchTracing starts an OTLP/HTTP receiver that keeps what it is sent
+// (decoded only when counted, after the timed drain, so that its work does
+// not weigh on the figure), and the provider a node would make with
+// OTEL_EXPORTER_OTLP_ENDPOINT pointing at it. count returns the spans
+// received.
+func benchTracing(b *testing.B) (tp *otlp.Provider, count func() int) {
+	var (
+		mu     sync.Mutex
+		bodies [][]byte
+	)
+	empty, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		bodies = append(bodies, raw)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(empty)
+	}))
+	b.Cleanup(srv.Close)
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	tp, err := otlp.FromEnv(context.Background(), "bench")
+	if err != nil || !tp.Enabled() {
+		b.Fatalf("tracing: %v (enabled %v)", err, tp.Enabled())
+	}
+	count = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, raw := range bodies {
+			var req coltracepb.ExportTraceServiceRequest
+			if err := proto.Unmarshal(raw, &req); err != nil {
+				b.Fatalf("the receiver got a body that is no export: %v", err)
+			}
+			for _, rs := range req.GetResourceSpans() {
+				for _, ss := range rs.GetScopeSpans() {
+					n += len(ss.GetSpans())
+				}
+			}
+		}
+		return n
+	}
+	return tp, count
 }

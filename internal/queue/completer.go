@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/startstop"
@@ -39,6 +41,7 @@ type completer struct {
 	leases  *leaseRegistry
 	waiters *waiters
 	metrics *metrics.Metrics
+	spans   spans
 	// draining fires when the service begins to stop: from then on a
 	// failed write is tried once and dropped, so that shutdown never waits
 	// on a store that is down.
@@ -57,6 +60,8 @@ type completer struct {
 	handoff sync.RWMutex
 	stopped bool
 	loop    startstop.Loop
+
+	spanning sync.WaitGroup // writing the finish spans of written batches
 }
 
 type finishRequest struct {
@@ -64,6 +69,8 @@ type finishRequest struct {
 	workflow string
 	traceID  string
 	tenant   string
+	attempt  int
+	handed   time.Time // when the worker handed it over (set when tracing)
 }
 
 // outcome is what a completer did with one finish request (tests wait on it).
@@ -121,6 +128,7 @@ func (c *completer) Stop() {
 	c.stopped = true
 	c.handoff.Unlock()
 	c.loop.Stop()
+	c.spanning.Wait()
 }
 
 // enqueue hands an outcome over. It blocks only while FinishBatch×4
@@ -245,6 +253,16 @@ func (c *completer) write(ctx context.Context, items []*finishRequest) error {
 	res, err := c.store.Finish(qctx, params)
 	if err != nil {
 		return err
+	}
+	if c.spans.on {
+		// Off the loop: the next batch is not held up by this one's spans.
+		now, written := c.clock.Now(), slices.Clone(items)
+		c.spanning.Go(func() {
+			for i, r := range written {
+				c.spans.finish(finishTask{traceID: r.traceID, attempt: r.attempt},
+					&r.item, r.handed, now, res[i].Applied, res[i].State, trace.SpanContext{})
+			}
+		})
 	}
 	for i, r := range items {
 		c.leases.remove(r.item.Lease)

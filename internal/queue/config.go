@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/defaults"
@@ -109,6 +110,10 @@ type Config struct {
 	ClockSyncInterval time.Duration
 	Logger            *slog.Logger     // default slog.Default()
 	Metrics           *metrics.Metrics // default a fresh set
+	// TracerProvider receives the queue's spans (package tracing):
+	// admission, each task's wait in the queue, in-process runs and
+	// fenced finishes. nil or a no-op provider: none, at no cost.
+	TracerProvider trace.TracerProvider
 
 	noJitter bool // tests: start schedulers without the staggered first tick
 }

@@ -29,6 +29,7 @@ type pool struct {
 	store   claimer
 	worker  *worker
 	metrics *metrics.Metrics
+	spans   spans
 	wakeup  *wakeup
 	cfg     poolConfig
 
@@ -162,7 +163,8 @@ func (p *pool) run(ctx context.Context) {
 			continue
 		}
 		limit := min(n, p.cfg.ClaimBatch)
-		claimed, err := p.claim(ctx, limit)
+		claimedAt := p.clock.Now()
+		claimed, err := p.claim(ctx, claimedAt, limit)
 		if err != nil {
 			// A claim cut short by Stop is no store error; any other is,
 			// even one that comes back while stopping.
@@ -174,7 +176,7 @@ func (p *pool) run(ctx context.Context) {
 			continue
 		}
 		for _, c := range claimed {
-			p.startTask(c)
+			p.startTask(c, claimedAt)
 		}
 		if len(claimed) == limit {
 			continue // there may be more ready work
@@ -195,14 +197,13 @@ func (p *pool) wait(ctx context.Context) {
 	}
 }
 
-func (p *pool) claim(ctx context.Context, limit int) ([]*store.ClaimedTask, error) {
+func (p *pool) claim(ctx context.Context, now time.Time, limit int) ([]*store.ClaimedTask, error) {
 	// Not cut short by Stop: a claim whose commit already reached the
 	// database commits anyway, and its tasks must then run here (or be
 	// handed back by the shutdown) rather than wait for their leases to
 	// lapse. Stop waits for it, QueryTimeout at most.
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.QueryTimeout)
 	defer cancel()
-	now := p.clock.Now()
 	claimed, err := p.store.Claim(qctx, &store.ClaimParams{
 		Now: now, Queue: store.PoolQueue(p.name), Owner: p.cfg.NodeID, Limit: limit, LeaseTTL: p.cfg.LeaseTTL,
 	})
@@ -218,12 +219,13 @@ func (p *pool) claim(ctx context.Context, limit int) ([]*store.ClaimedTask, erro
 	return claimed, nil
 }
 
-func (p *pool) startTask(c *store.ClaimedTask) {
+// startTask runs a task claimed at claimedAt on a goroutine of its own.
+func (p *pool) startTask(c *store.ClaimedTask, claimedAt time.Time) {
 	p.mu.Lock()
 	p.running++
 	p.mu.Unlock()
 	p.tasks.Add(1)
-	run := p.worker.start(p.taskCtx, c)
+	run := p.worker.start(p.taskCtx, c, claimedAt)
 	go func() {
 		defer p.tasks.Done()
 		defer p.freeSlot()

@@ -10,6 +10,7 @@ import (
 	"github.com/docket-dev/docket/internal/leasetoken"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/storefailure"
+	"github.com/docket-dev/docket/internal/tracing"
 )
 
 // ClaimRemote claims up to req.Max ready tasks of the named remote
@@ -165,11 +166,13 @@ func (s *Service) claimQueues(ctx context.Context, st remoteStore, key []byte, w
 			if c.Task.Attempt == 1 {
 				s.metrics.StartLatency.WithLabelValues(pool).Observe(now.Sub(c.Task.CreatedAt).Seconds())
 			}
+			s.spans.queueWait(c.Task, now, true)
 			out = append(out, RemoteTask{
 				Lease: leasetoken.Sign(key, w.KeyID, leasetoken.Claims{TaskID: c.Task.ID, Tenant: c.Task.Tenant, Pool: pool,
-					Epoch: c.Task.LeaseEpoch, Attempt: c.Task.Attempt, MaxAttempts: c.Task.MaxAttempts}),
-				Task:  c.Task,
-				Input: c.Input,
+					Epoch: c.Task.LeaseEpoch, Attempt: c.Task.Attempt, MaxAttempts: c.Task.MaxAttempts, TraceID: c.Task.TraceID}),
+				Task:        c.Task,
+				Input:       c.Input,
+				Traceparent: tracing.Traceparent(c.Task.TraceID, c.Task.ID),
 			})
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
@@ -139,10 +141,19 @@ func (s *Service) writeRemote(ctx context.Context, st remoteStore, op string, n 
 		return out, nil
 	}
 	qctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
-	res, err := st.Finish(qctx, &store.FinishParams{Now: s.clock.Now(), Items: fitems})
+	start := s.clock.Now()
+	res, err := st.Finish(qctx, &store.FinishParams{Now: start, Items: fitems})
 	cancel()
 	if err != nil {
 		return nil, s.storeFailure(ctx, op, err)
+	}
+	if s.spans.on {
+		now, link := s.clock.Now(), trace.SpanContextFromContext(ctx)
+		for j, r := range res {
+			c := checked[index[j]].claims
+			s.spans.finish(finishTask{traceID: c.TraceID, attempt: c.Attempt},
+				&fitems[j], start, now, r.Applied, r.State, link)
+		}
 	}
 	for j, r := range res {
 		i, fi := index[j], fitems[j]

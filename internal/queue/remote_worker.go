@@ -71,6 +71,10 @@ type RemoteTask struct {
 	Lease string
 	Task  *dockettype.Task
 	Input []byte
+	// Traceparent is the W3C traceparent of the task's span
+	// (tracing.Traceparent): the worker's spans of this attempt are its
+	// children, in the task's trace.
+	Traceparent string
 }
 
 // RemoteClaimResult answers a claim.

@@ -44,6 +44,7 @@ type Service struct {
 	store   Store // the API's handle; pools and schedulers use forks
 	runtime Runtime
 	metrics *metrics.Metrics
+	spans   spans
 
 	failures storefailure.Reporter // the API's store errors, answered, counted and logged
 
@@ -108,6 +109,7 @@ func New(st Store, rt Runtime, cfg Config) (*Service, error) {
 		runtime:     rt,
 		metrics:     cfg.Metrics,
 		ready:       readiness{interval: cfg.ReadyProbeInterval},
+		spans:       newSpans(cfg.TracerProvider),
 		leases:      newLeaseRegistry(),
 		draining:    newDrainSignal(),
 		wakeups:     newQueueWakeups(),
@@ -218,6 +220,7 @@ func (s *Service) build() (*running, error) {
 		w := newWorker(base("worker", "pool", p), p, s.runtime, s.store, s.leases, c, s.metrics,
 			workerConfig{RetryBackoffBase: cfg.RetryBackoffBase, RetryBackoffMax: cfg.RetryBackoffMax,
 				QueryTimeout: cfg.QueryTimeout, MaxResultBytes: cfg.MaxResultBytes}, s.signals)
+		c.spans, w.spans = s.spans, s.spans
 		pc := cfg.pool(p)
 		r.completers[p] = c
 		r.pools[p] = newPool(base("pool", "pool", p), p, f, w, s.metrics, s.wakeups.pool(p), poolConfig{
@@ -225,6 +228,7 @@ func (s *Service) build() (*running, error) {
 			PollInterval: cfg.PollInterval, QueryTimeout: cfg.QueryTimeout,
 			ShutdownGrace: cfg.ShutdownGrace, ShutdownAbandon: cfg.ShutdownAbandon,
 		}, s.signals)
+		r.pools[p].spans = s.spans
 	}
 	one := store.ForkOptions{MaxConns: 1}
 	f, err := fork("recovery", one)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/store"
@@ -48,7 +49,10 @@ func (s *Service) Submit(ctx context.Context, p dockettype.Principal, req *Submi
 // result: the task (new or replayed), or its refusal. Errors concern the
 // whole group: the store failed and nothing of it was admitted.
 func (s *Service) admit(ctx context.Context, items []*store.AdmitItem) ([]BatchResult, error) {
-	res, err := s.admitter.admit(ctx, items)
+	start := s.clock.Now()
+	sctx, span := s.spans.startAdmit(ctx, len(items))
+	res, batch, err := s.admitter.admitGroup(sctx, items)
+	s.spans.endAdmit(sctx, span, start, items, res, batch, err)
 	if err != nil {
 		return nil, s.storeFailure(ctx, "admit", err)
 	}
@@ -125,6 +129,9 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		input = buf.Bytes()
 	}
 	traceID := req.TraceID
+	if sc := trace.SpanContextFromContext(ctx); traceID == "" && sc.IsValid() {
+		traceID = sc.TraceID().String() // the trace of the caller's span
+	}
 	if traceID == "" {
 		traceID = NewTraceID()
 	} else if !ValidTraceID(traceID) {

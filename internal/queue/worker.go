@@ -29,6 +29,7 @@ type worker struct {
 	leases    *leaseRegistry
 	completer *completer
 	metrics   *metrics.Metrics
+	spans     spans
 	cfg       workerConfig
 
 	done *testSignal[string]
@@ -59,13 +60,17 @@ func newWorker(base baseService, pool dockettype.Pool, rt Runtime, ev evidenceAp
 
 // start registers a claimed attempt's lease, so that heartbeats renew it
 // and cancel, timeout or a refused heartbeat can stop it, and returns the
-// function that runs the attempt (on a goroutine of the pool's). parent is
+// function that runs the attempt (on a goroutine of the pool's), which
+// first writes the span of its wait in the queue, until claimedAt. parent is
 // cancelled, with errShutdown, by the pool's Stop.
-func (w *worker) start(parent context.Context, c *store.ClaimedTask) func() {
+func (w *worker) start(parent context.Context, c *store.ClaimedTask, claimedAt time.Time) func() {
 	ctx, cancel := context.WithCancelCause(parent)
 	w.leases.add(c.Lease(), cancel)
 	return func() {
 		defer cancel(nil)
+		// On the attempt's goroutine, not the pool's claim loop: a
+		// claim of many tasks is not slowed by their spans.
+		w.spans.queueWait(c.Task, claimedAt, false)
 		w.work(ctx, cancel, c)
 	}
 }
@@ -80,14 +85,17 @@ func (w *worker) work(runCtx context.Context, cancel context.CancelCauseFunc, c 
 	// context blocks in Err until done.)
 	timer := w.clock.AfterFunc(task.DeadlineAt.Sub(w.clock.Now()), func() { cancel(errTimedOut) })
 	defer timer.Stop()
-	result, err := w.invoke(runCtx, c)
+	spanCtx, span := w.spans.startRun(runCtx, task)
+	result, err := w.invoke(spanCtx, c)
 
-	req := &finishRequest{item: store.FinishItem{Lease: lease}, workflow: task.Workflow, traceID: task.TraceID, tenant: task.Tenant}
+	req := &finishRequest{item: store.FinishItem{Lease: lease}, workflow: task.Workflow, traceID: task.TraceID, tenant: task.Tenant,
+		attempt: task.Attempt}
 	switch {
 	case err != nil && runCtx.Err() != nil:
 		if !errors.Is(context.Cause(runCtx), errShutdown) {
 			// Stopped by cancel, deadline or lease loss: the task's state
 			// was decided elsewhere. Not a failure.
+			endRun(span, nil, true)
 			w.leases.remove(lease)
 			return
 		}
@@ -105,6 +113,10 @@ func (w *worker) work(runCtx context.Context, cancel context.CancelCauseFunc, c 
 		} else {
 			req.item.Kind = store.FinishFail
 		}
+	}
+	endRun(span, &req.item, false)
+	if w.spans.on {
+		req.handed = w.clock.Now()
 	}
 	// The lease stays registered (and heartbeated) until the completer has
 	// written the outcome.

@@ -38,6 +38,12 @@ class Task:
     Attributes (the binding the server made at claim time):
         id, tenant, author, workflow, pool, attempt, max_attempts,
         deadline_at (aware datetime, or None), trace_id, config_version.
+    traceparent: the W3C traceparent of the task's span in its trace ("" when
+        the server sent none): a handler that traces makes its span of the
+        attempt a child of it (e.g. with OpenTelemetry's
+        ``TraceContextTextMapPropagator().extract({"traceparent": ...})``),
+        so that the attempt joins the trace of the request that submitted
+        the task.
     input: the task's input, parsed JSON, exactly as admitted.
     cancelled: a ``threading.Event`` set when the task must stop; see
         ``cancel_reason``. A handler checks it (``task.cancelled.is_set()``),
@@ -57,6 +63,7 @@ class Task:
         "deadline_at",
         "trace_id",
         "config_version",
+        "traceparent",
         "input",
         "cancelled",
         "_lease",
@@ -77,6 +84,7 @@ class Task:
         input: Any,
         *,
         writer: EvidenceWriter | None = None,
+        traceparent: str = "",
     ) -> None:
         self.id: str = str(task.get("id", ""))
         self.tenant: str = str(task.get("tenant", ""))
@@ -88,6 +96,7 @@ class Task:
         self.deadline_at: datetime | None = parse_time(task.get("deadline_at"))
         self.trace_id: str = str(task.get("trace_id") or "")
         self.config_version: str = str(task.get("config_version") or "")
+        self.traceparent: str = traceparent if isinstance(traceparent, str) else ""
         self.input: Any = input
         self.cancelled = threading.Event()
         self._lease = lease

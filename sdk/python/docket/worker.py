@@ -439,7 +439,13 @@ class Worker:
                 continue
             raw = item.get("task") if isinstance(item.get("task"), dict) else {}
             try:
-                task = Task(item["lease"], raw, item.get("input"), writer=self._write_evidence)
+                task = Task(
+                    item["lease"],
+                    raw,
+                    item.get("input"),
+                    writer=self._write_evidence,
+                    traceparent=str(item.get("traceparent") or ""),
+                )
             except (TypeError, ValueError):
                 # Not the contract's task object: leave the lease to expire.
                 self._log.error("claimed a task that does not match the contract; skipped")

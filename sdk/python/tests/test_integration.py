@@ -121,11 +121,20 @@ class IntegrationTest(unittest.TestCase):
     # --- outcomes -----------------------------------------------------------
 
     def test_success_carries_the_result(self) -> None:
-        self.worker("echo", lambda task: {"echo": task.input, "attempt": task.attempt})
+        seen: list[str] = []
+
+        def echo(task: Task) -> Any:
+            seen.append(task.traceparent)
+            return {"echo": task.input, "attempt": task.attempt}
+
+        self.worker("echo", echo)
         tid = self.submit("echo", {"text": "hi", "n": [1, 2]})
         t = self.finished(tid)
         self.assertEqual(t.state, "succeeded")
         self.assertEqual(t.result, {"echo": {"text": "hi", "n": [1, 2]}, "attempt": 1})
+        # The handler saw the task span's traceparent, in the task's trace.
+        self.assertEqual(len(seen), 1)
+        self.assertRegex(seen[0], rf"^00-{t.trace_id}-[0-9a-f]{{16}}-01$")
 
     def test_failure_not_retryable_ends_failed_with_code_and_message(self) -> None:
         def refuse(task: Task) -> None:

@@ -22,6 +22,13 @@ export interface Task<I = unknown> {
     readonly traceId: string;
     /** The configuration (rule set) version the task was admitted with. */
     readonly configVersion: string;
+    /**
+     * The W3C traceparent of the task's span in its trace ("" when the server
+     * sent none): a handler that traces makes its span of the attempt a child
+     * of it (e.g. with OpenTelemetry's W3CTraceContextPropagator), so that the
+     * attempt joins the trace of the request that submitted the task.
+     */
+    readonly traceparent: string;
     readonly input: I;
 }
 /** The wire shape of a task object (the parts the SDK reads). */
@@ -49,5 +56,5 @@ export interface WireTask {
     } | null;
     waiting_on?: string | null;
 }
-/** The Task of a claimed task object and its input. */
-export declare function taskFromClaim<I>(w: WireTask, input: I): Task<I>;
+/** The Task of a claimed task object, its input and traceparent. */
+export declare function taskFromClaim<I>(w: WireTask, input: I, traceparent?: string): Task<I>;

@@ -1,5 +1,5 @@
-/** The Task of a claimed task object and its input. */
-export function taskFromClaim(w, input) {
+/** The Task of a claimed task object, its input and traceparent. */
+export function taskFromClaim(w, input, traceparent = "") {
     return Object.freeze({
         id: w.id,
         tenant: w.tenant,
@@ -11,6 +11,7 @@ export function taskFromClaim(w, input) {
         deadlineAt: new Date(w.deadline_at),
         traceId: w.trace_id ?? "",
         configVersion: w.config_version ?? "",
+        traceparent: typeof traceparent === "string" ? traceparent : "",
         input,
     });
 }

@@ -238,7 +238,7 @@ export class Worker {
                 return;
             }
             for (const t of tasks)
-                this.start(t.lease, t.task, t.input, receivedAt);
+                this.start(t.lease, t.task, t.input, t.traceparent ?? "", receivedAt);
             if (tasks.length > 0)
                 this.heartbeater.soon();
             if (tasks.length === 0 && this.waitMs === 0) {
@@ -292,8 +292,8 @@ export class Worker {
             w();
     }
     // --- running ------------------------------------------------------------
-    start(token, wire, input, receivedAt) {
-        const task = taskFromClaim(wire, input);
+    start(token, wire, input, traceparent, receivedAt) {
+        const task = taskFromClaim(wire, input, traceparent);
         const lease = new HeldLease(token, task, localDeadline(wire, receivedAt), receivedAt);
         this.leases.set(token, lease);
         this.counts.claimed++;

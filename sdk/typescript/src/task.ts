@@ -24,6 +24,13 @@ export interface Task<I = unknown> {
   readonly traceId: string;
   /** The configuration (rule set) version the task was admitted with. */
   readonly configVersion: string;
+  /**
+   * The W3C traceparent of the task's span in its trace ("" when the server
+   * sent none): a handler that traces makes its span of the attempt a child
+   * of it (e.g. with OpenTelemetry's W3CTraceContextPropagator), so that the
+   * attempt joins the trace of the request that submitted the task.
+   */
+  readonly traceparent: string;
   readonly input: I;
 }
 
@@ -50,8 +57,8 @@ export interface WireTask {
   waiting_on?: string | null;
 }
 
-/** The Task of a claimed task object and its input. */
-export function taskFromClaim<I>(w: WireTask, input: I): Task<I> {
+/** The Task of a claimed task object, its input and traceparent. */
+export function taskFromClaim<I>(w: WireTask, input: I, traceparent = ""): Task<I> {
   return Object.freeze({
     id: w.id,
     tenant: w.tenant,
@@ -63,6 +70,7 @@ export function taskFromClaim<I>(w: WireTask, input: I): Task<I> {
     deadlineAt: new Date(w.deadline_at),
     traceId: w.trace_id ?? "",
     configVersion: w.config_version ?? "",
+    traceparent: typeof traceparent === "string" ? traceparent : "",
     input,
   });
 }

@@ -88,7 +88,7 @@ export interface WorkerStats {
 }
 
 interface ClaimAnswer {
-  tasks?: Array<{ lease: string; task: WireTask; input: unknown }>;
+  tasks?: Array<{ lease: string; task: WireTask; input: unknown; traceparent?: string }>;
   lease_ttl_ms?: number;
   heartbeat_ms?: number;
 }
@@ -319,7 +319,7 @@ export class Worker {
         await this.release(tasks.map((t) => t.lease));
         return;
       }
-      for (const t of tasks) this.start(t.lease, t.task, t.input, receivedAt);
+      for (const t of tasks) this.start(t.lease, t.task, t.input, t.traceparent ?? "", receivedAt);
       if (tasks.length > 0) this.heartbeater.soon();
       if (tasks.length === 0 && this.waitMs === 0) {
         // No long poll: poll about once a second while there is nothing.
@@ -372,8 +372,8 @@ export class Worker {
 
   // --- running ------------------------------------------------------------
 
-  private start(token: string, wire: WireTask, input: unknown, receivedAt: number): void {
-    const task = taskFromClaim(wire, input);
+  private start(token: string, wire: WireTask, input: unknown, traceparent: string, receivedAt: number): void {
+    const task = taskFromClaim(wire, input, traceparent);
     const lease = new HeldLease(token, task, localDeadline(wire, receivedAt), receivedAt);
     this.leases.set(token, lease);
     this.counts.claimed++;

@@ -75,12 +75,19 @@ else describe("integration with a Docket server", () => {
 
   test("a handler's result is the task's result", { timeout: 30_000 }, async () => {
     const w = newWorker({ workerId: `ts-sdk-test/${process.pid}/echo` });
-    w.handle(wf("echo"), (task) => ({ echo: task.input, attempt: task.attempt, workflow: task.workflow }));
+    const seen = [];
+    w.handle(wf("echo"), (task) => {
+      seen.push(task.traceparent);
+      return { echo: task.input, attempt: task.attempt, workflow: task.workflow };
+    });
     const running = run(w);
     const { task } = await client.submit(wf("echo"), { n: 42 });
     const done = await client.get(task.id, { waitMs: 20_000 });
     assert.equal(done.state, "succeeded");
     assert.deepEqual(done.result, { echo: { n: 42 }, attempt: 1, workflow: wf("echo") });
+    // The handler saw the task span's traceparent, in the task's trace.
+    assert.equal(seen.length, 1);
+    assert.match(seen[0], new RegExp(`^00-${done.traceId}-[0-9a-f]{16}-01$`));
     // The server records sightings of workers on its own schedule: ask for a few seconds.
     let me;
     for (const end = Date.now() + 10_000; !me && Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {

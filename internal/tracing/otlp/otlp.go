@@ -1,0 +1,156 @@
+// Package otlp sets up OpenTelemetry tracing from the standard OTEL_*
+// environment variables, with the official Go SDK: spans are exported
+// with OTLP when OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, and tracing is off (the
+// API's no-op provider) otherwise. The exporter's protocol is
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL:
+// http/protobuf (the default) or grpc. Every other setting (headers,
+// timeouts, TLS, the sampler, the batch processor's sizes, the resource) is
+// the SDK's own handling of its variables.
+package otlp
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/docket-dev/docket/internal/tracing"
+)
+
+// Provider is the node's tracer provider and how to flush and stop it.
+type Provider struct {
+	trace.TracerProvider
+	sdk *sdktrace.TracerProvider // nil when tracing is off
+}
+
+// Enabled reports whether spans are exported.
+func (p *Provider) Enabled() bool { return p != nil && p.sdk != nil }
+
+// Shutdown exports what is buffered and stops the exporter, within ctx. It
+// does nothing when tracing is off (or p is nil).
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p == nil || p.sdk == nil {
+		return nil
+	}
+	return p.sdk.Shutdown(ctx)
+}
+
+// Configured reports whether the environment asks for traces: an OTLP
+// endpoint is set, the SDK is not disabled (OTEL_SDK_DISABLED=true) and
+// the exporter is not "none" (OTEL_TRACES_EXPORTER).
+func Configured(getenv func(string) string) bool {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false
+	}
+	switch strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")) {
+	case "", "otlp":
+	default:
+		return false
+	}
+	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// FromEnv returns the provider the environment asks for: a batching OTLP
+// exporter when Configured, the no-op provider otherwise. version is the
+// service.version resource attribute; service.name is "docket" unless
+// OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES) names another.
+func FromEnv(ctx context.Context, version string) (*Provider, error) {
+	if !Configured(os.Getenv) {
+		return &Provider{TracerProvider: noop.NewTracerProvider()}, nil
+	}
+	var (
+		exp sdktrace.SpanExporter
+		err error
+	)
+	switch protocol() {
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx)
+	case "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
+	default:
+		return nil, fmt.Errorf("tracing: OTLP protocol %q is not supported (http/protobuf or grpc)", protocol())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
+	}
+	res, err := Resource(ctx, version)
+	if err != nil {
+		_ = exp.Shutdown(ctx)
+		return nil, err
+	}
+	tp := NewSDKProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return &Provider{TracerProvider: tp, sdk: tp}, nil
+}
+
+func protocol() string {
+	if p := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")); p != "" {
+		return p
+	}
+	if p := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")); p != "" {
+		return p
+	}
+	return "http/protobuf"
+}
+
+// Resource describes this process: service.name "docket" and
+// service.version, then what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+// say (they win), and the SDK's own attributes.
+func Resource(ctx context.Context, version string) (*resource.Resource, error) {
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "docket"), attribute.String("service.version", version)),
+		resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	return res, nil
+}
+
+// NewSDKProvider is sdktrace.NewTracerProvider with Docket's ID generator,
+// which gives a docket.task span the span ID derived from its task (see
+// tracing.WithIDs). Tests build their in-memory providers with it.
+func NewSDKProvider(opts ...sdktrace.TracerProviderOption) *sdktrace.TracerProvider {
+	return sdktrace.NewTracerProvider(append(opts, sdktrace.WithIDGenerator(&idGenerator{}))...)
+}
+
+// idGenerator makes random IDs, except a span ID asked for with
+// tracing.WithIDs.
+type idGenerator struct{}
+
+func (g *idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	if tid, sid, ok := tracing.IDsFrom(ctx); ok {
+		return tid, sid
+	}
+	var tid trace.TraceID
+	for !tid.IsValid() {
+		putUint64(tid[:8], rand.Uint64())
+		putUint64(tid[8:], rand.Uint64())
+	}
+	return tid, g.NewSpanID(ctx, tid)
+}
+
+func (g *idGenerator) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	if _, sid, ok := tracing.IDsFrom(ctx); ok {
+		return sid
+	}
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		putUint64(sid[:], rand.Uint64())
+	}
+	return sid
+}
+
+func putUint64(b []byte, v uint64) {
+	for i := range 8 {
+		b[i] = byte(v >> (56 - 8*i))
+	}
+}
