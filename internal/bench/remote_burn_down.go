@@ -71,4 +71,3 @@ func (h *harness) remoteBurnDown(ctx context.Context) (*Result, error) {
 
 // remoteNoop is the Go SDK workers' handler: it does nothing and succeeds.
 func remoteNoop(context.Context, *worker.Task) (any, error) { return nil, nil }
-
