@@ -34,6 +34,11 @@ type Task struct {
 	lease string
 }
 
+// LeaseToken is the attempt's lease token as the server issued it: opaque,
+// for a tool that needs to tell one attempt's lease from another's (every
+// write for the task is fenced by it already).
+func (t *Task) LeaseToken() string { return t.lease }
+
 // Evidence appends one evidence item to the task under this attempt's
 // lease. Its error wraps ErrLeaseLost once the lease is no longer current
 // (the task was cancelled, timed out or recovered).

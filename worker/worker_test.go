@@ -24,16 +24,23 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // env is a real server (SQLite, in process, a real listener) with an admin
 // key, the remote workflows a test registers and a worker key.
 type env struct {
-	t      *testing.T
+	t      testing.TB
+	db     string // the server's database: a SQLite path or a postgres:// URL
 	srv    *docket.Server
 	admin  *client.Client
 	worker string // a worker key of tenant demo
 }
 
-func newEnv(t *testing.T, cfg docket.Config) *env {
+func newEnv(t testing.TB, cfg docket.Config) *env {
+	t.Helper()
+	cfg.DB = filepath.Join(t.TempDir(), "docket.db")
+	return newEnvOn(t, cfg)
+}
+
+// newEnvOn is newEnv on cfg.DB.
+func newEnvOn(t testing.TB, cfg docket.Config) *env {
 	t.Helper()
 	logger, _ := logtest.New(t)
-	cfg.DB = filepath.Join(t.TempDir(), "docket.db")
 	cfg.Listen, cfg.Logger = "127.0.0.1:0", logger
 	srv, err := docket.New(context.Background(), cfg)
 	if err != nil {
@@ -47,7 +54,7 @@ func newEnv(t *testing.T, cfg docket.Config) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Stop() })
-	e := &env{t: t, srv: srv, admin: client.New(srv.URL(), key)}
+	e := &env{t: t, db: cfg.DB, srv: srv, admin: client.New(srv.URL(), key)}
 	e.worker = e.key("demo", "fleet", false)
 	return e
 }
@@ -92,7 +99,7 @@ func (e *env) wait(id string) *dockettype.Task {
 
 // run runs w until the test ends (or stop is called) and reports Run's
 // error.
-func run(t *testing.T, w *worker.Worker) (stop func() error) {
+func run(t testing.TB, w *worker.Worker) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()

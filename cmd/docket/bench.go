@@ -27,7 +27,7 @@ import (
 
 // Flags of one kind of bench only.
 var (
-	storeBenchFlags  = []string{"mode", "duration", "clients", "tenants", "workers", "nodes", "capacity", "batch", "backlog", "sqlite-synchronous"}
+	storeBenchFlags  = []string{"mode", "duration", "clients", "tenants", "workers", "nodes", "capacity", "batch", "backlog", "sqlite-synchronous", "remote-workers", "slots"}
 	remoteBenchFlags = []string{"concurrency", "workflow", "input", "pool", "key"}
 )
 
@@ -39,7 +39,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	db := fs.String("db", "", "in-process bench: SQLite file (created if missing; use a scratch file) or postgres:// URL")
 	url := fs.String("url", "", "bench a running server over HTTP instead (with --key or DOCKET_API_KEY)")
 	key := fs.String("key", "", "API key for --url (DOCKET_API_KEY)")
-	mode := fs.String("mode", string(bench.BurnDown), "burn-down, continuous or http")
+	mode := fs.String("mode", string(bench.BurnDown), "burn-down, continuous, http or remote (a burn-down drained by Go SDK workers over the worker API)")
 	n := fs.Int("n", 10000, "tasks: burn-down admits and drains this many; --url submits this many (default there: 5000)")
 	duration := durationFlag(fs, "duration", 10*time.Second, "continuous, http: how long to measure")
 	clients := fs.Int("clients", 64, "http: concurrent HTTP clients, each submitting one task at a time")
@@ -49,6 +49,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	capacity := fs.Int("capacity", 100_000_000, "online pool capacity (checked on every admission)")
 	batch := fs.Int("batch", queue.MaxBatchItems, "tasks per batch admission (burn-down preload, continuous top-up)")
 	backlog := fs.Int("backlog", 5000, "continuous: tasks kept queued ahead of the workers")
+	remoteWorkers := fs.Int("remote-workers", 4, "remote: Go SDK workers, each with its own HTTP connections")
+	slots := fs.Int("slots", 500, fmt.Sprintf("remote: slots of each Go SDK worker (its largest claim; at most %d)", queue.MaxClaimTasks))
 	asJSON := fs.Bool("json", false, "print one JSON object instead of progress lines and a table")
 	sync := fs.String("sqlite-synchronous", defaults.SQLiteSynchronous, "SQLite durability: full (fsync every commit) or normal")
 	timeout := durationFlag(fs, "timeout", 30*time.Minute, "give up after this long")
@@ -102,6 +104,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	opts := bench.Options{
 		Mode: bench.Mode(*mode), Tasks: *n, Duration: *duration, Clients: *clients, Tenants: *tenants,
 		Workers: *workers, Nodes: *nodes, Capacity: *capacity, AdmitCommitters: defaults.AdmitCommitters(*db), Batch: *batch, Backlog: *backlog, Timeout: *timeout,
+		RemoteWorkers: *remoteWorkers, Slots: *slots,
 		// Warnings and errors only: the access log of http mode would
 		// drown the progress lines.
 		Logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -157,6 +160,7 @@ func printBenchTable(w io.Writer, r *bench.Result, kind, db string, batch int) {
 		bench.BurnDown:   "tasks drained",
 		bench.Continuous: "tasks finished in the window",
 		bench.HTTP:       "tasks admitted (201 answers)",
+		bench.Remote:     "tasks drained by remote workers",
 	}[r.Mode]
 	row("tasks", "%d %s", r.Tasks, what)
 	row("seconds", "%.3f", r.Seconds)
@@ -184,7 +188,11 @@ func printBenchTable(w io.Writer, r *bench.Result, kind, db string, batch int) {
 		row("answers", "%s", formatAnswers(r.Answers))
 	}
 	row("terminal", "%d  %s", r.Terminal, formatStates(r.States))
-	row("workers", "%d online per node, %s, %s, capacity %d", r.Workers, plural(r.Nodes, "node"), plural(r.Tenants, "tenant"), r.Capacity)
+	if r.Mode == bench.Remote {
+		row("workers", "%s over HTTP, %d slots each, %s, capacity %d", plural(r.RemoteWorkers, "Go SDK worker"), r.Slots, plural(r.Tenants, "tenant"), r.Capacity)
+	} else {
+		row("workers", "%d online per node, %s, %s, capacity %d", r.Workers, plural(r.Nodes, "node"), plural(r.Tenants, "tenant"), r.Capacity)
+	}
 	if r.Clients > 0 {
 		row("clients", "%d", r.Clients)
 	}

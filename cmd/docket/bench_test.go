@@ -139,6 +139,45 @@ func TestBenchHTTP(t *testing.T) {
 	wantAllSucceeded(t, db, int(tasks))
 }
 
+// Remote mode drains its backlog through the worker API: the server's own
+// pool runs nothing (workers 0), so every task that succeeded was claimed,
+// run and finished by a Go SDK worker over HTTP. The in-process burn-down
+// runs beside it on the same database, as a comparison would.
+func TestBenchRemote(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "scratch.db")
+	in := benchJSON(t, "--db", db, "--mode", "burn-down", "-n", "300")
+	res := benchJSON(t, "--db", db, "--mode", "remote", "-n", "600", "--batch", "250", "--tenants", "2", "--remote-workers", "3", "--slots", "40")
+	if in["mode"] != "burn-down" || res["mode"] != "remote" || res["tasks"] != 600.0 || res["admitted"] != 600.0 || res["terminal"] != 600.0 ||
+		res["workers"] != 0.0 || res["remote_workers"] != 3.0 || res["slots"] != 40.0 || res["tenants"] != 2.0 {
+		t.Fatalf("result = %v", res)
+	}
+	if states := res["states"].(map[string]any); len(states) != 1 || states["succeeded"] != 600.0 {
+		t.Fatalf("states = %v", states)
+	}
+	if res["tasks_per_second"].(float64) <= 0 || res["latency_samples"] != 600.0 || res["p99_ms"].(float64) < res["p50_ms"].(float64) {
+		t.Errorf("figures = %v", res)
+	}
+	wantAllSucceeded(t, db, 900)
+	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, tenant := range []string{"bench-1", "bench-2"} {
+		if tn, err := st.GetTenant(context.Background(), tenant); err != nil || tn.InFlight != 0 {
+			t.Errorf("tenant %s: %+v, %v: want nothing in flight", tenant, tn, err)
+		}
+	}
+
+	// Without --json: the table says who drained the tasks.
+	code, out, errOut := runCLI(t, "bench", "--db", db, "--mode", "remote", "-n", "50", "--sqlite-synchronous", "normal")
+	if code != 0 || !strings.Contains(out, "50 tasks drained by remote workers") || !strings.Contains(out, "4 Go SDK workers over HTTP, 500 slots each") {
+		t.Fatalf("bench --mode remote: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	wantAllSucceeded(t, db, 950)
+}
+
 func TestBenchChoosesWhatToMeasure(t *testing.T) {
 	t.Setenv("DOCKET_DB", filepath.Join(t.TempDir(), "server.db"))
 	t.Setenv("DOCKET_MODE", "pilot")
@@ -156,6 +195,9 @@ func TestBenchChoosesWhatToMeasure(t *testing.T) {
 		{[]string{"--db", db, "--mode", "continuous", "--duration", "0s"}, "positive duration"},
 		{[]string{"--db", db, "--workers", "-1"}, "needs workers"},
 		{[]string{"--db", db, "--batch", "1001"}, "batch must be"},
+		{[]string{"--db", db, "--mode", "remote", "--slots", "1001"}, "slots must be"},
+		{[]string{"--db", db, "--mode", "remote", "--nodes", "2"}, "nodes must be"},
+		{[]string{"--url", "http://127.0.0.1:1", "--slots", "3"}, "--slots does not apply"},
 	} {
 		code, _, errOut := runCLI(t, append([]string{"bench"}, tt.args...)...)
 		if code == 0 || !strings.Contains(errOut, tt.want) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -112,4 +113,29 @@ func faultcheckCmd(args []string, stdout, stderr io.Writer) error {
 		return errors.New("anomalies found (see above)")
 	}
 	return nil
+}
+
+// faultcheckWorkerCmd is a remote worker process of the fault checker's
+// remote scenario (hidden: `docket faultcheck` runs it). It serves
+// faultcheck.remote_probe with a Go SDK worker until SIGTERM.
+func faultcheckWorkerCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("faultcheck-worker", stderr)
+	url := fs.String("url", "", "the server (or a proxy in front of it)")
+	keyFile := fs.String("key-file", "", "file holding a worker key")
+	execDir := fs.String("exec-dir", "", "folder of the execution logs")
+	slots := fs.Int("slots", 4, "slots")
+	id := fs.String("id", "", "worker ID")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	key, err := os.ReadFile(*keyFile)
+	if err != nil || *url == "" || *execDir == "" {
+		return errors.New("give --url, --key-file and --exec-dir")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return faultcheck.RunRemoteWorker(ctx, faultcheck.RemoteWorkerOptions{
+		URL: *url, Key: strings.TrimSpace(string(key)), ExecDir: *execDir, Slots: *slots, ID: *id, Stdout: stdout,
+		Logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
 }

@@ -49,6 +49,21 @@ func TestFaultcheckSigterm(t *testing.T) {
 	})
 }
 
+// TestFaultcheckRemote runs `docket faultcheck --scenario remote` the same
+// way: every task runs in remote worker processes of the binary (the
+// server's pools cannot run the remote workflow, so every execution the
+// check counts is a worker's), which are killed with SIGKILL or frozen past
+// their leases, while a proxy cuts and stalls their connections and drops
+// committed finish answers.
+func TestFaultcheckRemote(t *testing.T) {
+	testFaultcheck(t, faultcheck.ScenarioRemote, nil, func(t *testing.T, rep *faultcheck.Report) {
+		f := rep.Faults
+		if f[faultcheck.FaultKill]+f[faultcheck.FaultPause] == 0 || f[faultcheck.FaultDropFinish] == 0 {
+			t.Errorf("no worker killed or frozen, or no finish answer dropped, in 15 s: faults %v", f)
+		}
+	})
+}
+
 // testFaultcheck runs one scenario through the binary on SQLite and, when
 // DOCKET_TEST_POSTGRES_URL is set, on a fresh PostgreSQL database; check
 // asserts what is particular to the scenario. Anomalies of the known kinds

@@ -91,7 +91,9 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"evidence":   evidenceCmd,
 	"bench":      benchCmd,
 	"faultcheck": faultcheckCmd,
-	"version":    versionCmd,
+	// Hidden: a remote worker process of faultcheck's remote scenario.
+	"faultcheck-worker": faultcheckWorkerCmd,
+	"version":           versionCmd,
 }
 
 // run executes one command and returns the process exit code: 0, 1 when

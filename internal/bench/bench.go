@@ -4,11 +4,13 @@
 //
 //	res, err := bench.Run(ctx, st, bench.Options{Mode: bench.BurnDown, Tasks: 20000})
 //
-// Three modes: BurnDown admits Tasks tasks with batch admission while the
+// Four modes: BurnDown admits Tasks tasks with batch admission while the
 // pools are stopped, then starts them and times the drain; Continuous keeps
 // a backlog topped up while the pools work and counts what they finish in
 // Duration; HTTP runs Clients concurrent HTTP clients doing single submits
-// against an in-process server on a loopback port for Duration.
+// against an in-process server on a loopback port for Duration; Remote is
+// BurnDown's drain done by Go SDK workers over the worker API of an
+// in-process server on a loopback port.
 package bench
 
 import (
@@ -31,6 +33,7 @@ import (
 	"github.com/docket-dev/docket/internal/inprocess"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/queue"
+	"github.com/docket-dev/docket/internal/remote"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/workflow"
 )
@@ -43,10 +46,18 @@ const (
 	BurnDown   Mode = "burn-down"
 	Continuous Mode = "continuous"
 	HTTP       Mode = "http"
+	// Remote is a burn-down through the worker protocol: Go SDK workers
+	// (worker/) drain the backlog over HTTP from a server on a loopback
+	// port.
+	Remote Mode = "remote"
 )
 
 // Workflow is the no-op workflow every bench task runs (online pool).
 const Workflow = "bench.noop"
+
+// RemoteWorkflow is the remote workflow of remote mode (online pool): its
+// tasks are run by the Go SDK workers, whose handler does nothing.
+const RemoteWorkflow = "bench.remote"
 
 // Options configures a run. Zero values take the defaults noted.
 type Options struct {
@@ -64,6 +75,11 @@ type Options struct {
 	Batch           int           // tasks per batch admission; default queue.MaxBatchItems
 	Backlog         int           // continuous: queued tasks kept ahead of the workers; default 5,000
 	Timeout         time.Duration // bound on the whole run, drain included; default 30m
+	// RemoteWorkers is remote mode's number of Go SDK workers (each its
+	// own HTTP connections); default 4. Slots is each one's slots (and so
+	// its largest claim); default 500.
+	RemoteWorkers int
+	Slots         int
 
 	// Progress receives a progress line every ProgressEvery (default 1s);
 	// nil prints none.
@@ -105,6 +121,10 @@ type Result struct {
 	Workers  int `json:"workers"`
 	Clients  int `json:"clients,omitempty"`
 	Capacity int `json:"capacity"`
+	// RemoteWorkers and Slots are remote mode's Go SDK workers and the
+	// slots of each (Workers, the in-process pool's, is then 0).
+	RemoteWorkers int `json:"remote_workers,omitempty"`
+	Slots         int `json:"slots,omitempty"`
 
 	// Admitted counts the tasks the run admitted; AdmitSeconds is the
 	// burn-down's preload time.
@@ -137,6 +157,8 @@ func Run(ctx context.Context, st store.Store, opts Options) (*Result, error) {
 		res, err = h.continuous(ctx)
 	case HTTP:
 		res, err = h.httpClients(ctx)
+	case Remote:
+		res, err = h.remoteBurnDown(ctx)
 	}
 	if err != nil {
 		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
@@ -146,7 +168,7 @@ func Run(ctx context.Context, st store.Store, opts Options) (*Result, error) {
 	}
 	res.Mode = opts.Mode
 	res.Tenants, res.Capacity, res.Nodes = opts.Tenants, opts.Capacity, opts.Nodes
-	res.Workers = h.svc.Config().Online.Workers
+	res.Workers = max(h.svc.Config().Online.Workers, 0)
 	if res.Seconds > 0 {
 		res.TasksPerSecond = float64(res.Tasks) / res.Seconds
 	}
@@ -161,16 +183,16 @@ func (o Options) Check() error { return o.setDefaults() }
 
 func (o *Options) setDefaults() error {
 	switch o.Mode {
-	case BurnDown:
+	case BurnDown, Remote:
 		if o.Tasks <= 0 {
-			return errors.New("burn-down needs a positive number of tasks")
+			return fmt.Errorf("%s needs a positive number of tasks", o.Mode)
 		}
 	case Continuous, HTTP:
 		if o.Duration <= 0 {
 			return fmt.Errorf("%s needs a positive duration", o.Mode)
 		}
 	default:
-		return fmt.Errorf("mode must be %s, %s or %s, not %q", BurnDown, Continuous, HTTP, o.Mode)
+		return fmt.Errorf("mode must be %s, %s, %s or %s, not %q", BurnDown, Continuous, HTTP, Remote, o.Mode)
 	}
 	if o.Workers < 0 && o.Mode != HTTP {
 		return fmt.Errorf("%s needs workers", o.Mode)
@@ -184,8 +206,14 @@ func (o *Options) setDefaults() error {
 	if o.Nodes == 0 {
 		o.Nodes = 1
 	}
-	if o.Nodes < 1 || o.Nodes > 16 || o.Nodes > 1 && o.Mode == HTTP {
-		return errors.New("nodes must be between 1 and 16 (1 in http mode)")
+	if o.Nodes < 1 || o.Nodes > 16 || o.Nodes > 1 && (o.Mode == HTTP || o.Mode == Remote) {
+		return errors.New("nodes must be between 1 and 16 (1 in http and remote modes)")
+	}
+	if o.RemoteWorkers == 0 {
+		o.RemoteWorkers = 4
+	}
+	if o.Slots == 0 {
+		o.Slots = 500
 	}
 	if o.Capacity == 0 {
 		o.Capacity = 100_000_000
@@ -209,8 +237,10 @@ func (o *Options) setDefaults() error {
 		o.Clock = clockwork.NewRealClock()
 	}
 	switch {
-	case o.Clients < 1, o.Tenants < 1, o.Capacity < 1, o.Backlog < 1:
-		return errors.New("clients, tenants, capacity and backlog must be positive")
+	case o.Clients < 1, o.Tenants < 1, o.Capacity < 1, o.Backlog < 1, o.RemoteWorkers < 1, o.Slots < 1:
+		return errors.New("clients, tenants, capacity, backlog, remote workers and slots must be positive")
+	case o.Slots > queue.MaxClaimTasks:
+		return fmt.Errorf("slots must be at most %d (the largest claim)", queue.MaxClaimTasks)
 	case o.Batch < 1 || o.Batch > queue.MaxBatchItems:
 		return fmt.Errorf("batch must be between 1 and %d", queue.MaxBatchItems)
 	}
@@ -225,6 +255,8 @@ type harness struct {
 	svc     *queue.Service   // the first node: admission goes through it
 	nodes   []*queue.Service // every node (svc first), sharing the metrics
 	forks   []store.Store    // the other nodes' store handles
+	remote  *remote.Runtime  // remote mode's runtime (remote workflows); nil in the others
+	wf      string           // the workflow every task runs: Workflow, or RemoteWorkflow
 	metrics *metrics.Metrics
 	run     string                 // makes this run's idempotency keys unique
 	tenants []dockettype.Principal // the load's principals, one per tenant
@@ -241,7 +273,15 @@ func newHarness(st store.Store, opts Options) (*harness, error) {
 	m := metrics.New()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	h := &harness{opts: opts, clock: opts.Clock, st: st, metrics: m, run: hex.EncodeToString(b[:]), sample: newSample(sampleSize)}
+	h := &harness{opts: opts, clock: opts.Clock, st: st, metrics: m, run: hex.EncodeToString(b[:]), sample: newSample(sampleSize), wf: Workflow}
+	var rt queue.Runtime = inprocess.New(reg, nil)
+	online := opts.Workers
+	if opts.Mode == Remote {
+		// The remote workflows are the server's as docket serve has them;
+		// the node's own pool has nothing to run.
+		h.remote = remote.New(inprocess.New(reg, nil), st, nil, opts.Clock)
+		rt, online, h.wf = h.remote, defaults.NoWorkers, RemoteWorkflow
+	}
 	// Each node after the first has its own store handle (its own
 	// connections), as a separate process would.
 	for i := range opts.Nodes {
@@ -255,9 +295,9 @@ func newHarness(st store.Store, opts Options) (*harness, error) {
 			h.forks = append(h.forks, f)
 			nodeStore = f
 		}
-		svc, err := queue.New(nodeStore, inprocess.New(reg, nil), queue.Config{
+		svc, err := queue.New(nodeStore, rt, queue.Config{
 			NodeID:          fmt.Sprintf("bench-%s-%d", h.run, i+1),
-			Online:          queue.PoolConfig{Workers: opts.Workers, Capacity: opts.Capacity},
+			Online:          queue.PoolConfig{Workers: online, Capacity: opts.Capacity},
 			Offline:         queue.PoolConfig{Workers: defaults.NoWorkers},
 			Retention:       defaults.Unlimited, // no cleaner: the bench keeps what it ran
 			AdmitCommitters: opts.AdmitCommitters,
@@ -315,7 +355,7 @@ func (h *harness) nextKey() string {
 func (h *harness) admitBatch(ctx context.Context, tenant dockettype.Principal, n int) error {
 	reqs := make([]*queue.SubmitRequest, n)
 	for i := range reqs {
-		reqs[i] = &queue.SubmitRequest{IdempotencyKey: h.nextKey(), Workflow: Workflow}
+		reqs[i] = &queue.SubmitRequest{IdempotencyKey: h.nextKey(), Workflow: h.wf}
 	}
 	res, err := h.svc.SubmitBatch(ctx, tenant, reqs)
 	if err != nil {

@@ -30,6 +30,13 @@ func TestRunOnPostgres(t *testing.T) {
 		res.LatencySamples != 300 || res.Seconds <= 0 || res.Latency != "admission_to_finish" {
 		t.Fatalf("burn-down = %+v", res)
 	}
+	res, err = Run(ctx, st, Options{Mode: Remote, Tasks: 200, Batch: 80, RemoteWorkers: 2, Slots: 30, Timeout: time.Minute, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tasks != 200 || res.Terminal != 200 || res.States[dockettype.StateSucceeded] != 200 || res.Workers != 0 || res.RemoteWorkers != 2 || res.Slots != 30 {
+		t.Fatalf("remote = %+v", res)
+	}
 	res, err = Run(ctx, st, Options{Mode: Continuous, Duration: 500 * time.Millisecond, Backlog: 100, Batch: 50, Timeout: time.Minute, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -51,8 +58,8 @@ func TestRunOnPostgres(t *testing.T) {
 		}
 		total += n
 	}
-	if total != 300+res.Admitted {
-		t.Fatalf("%d tasks in the database, want %d", total, 300+res.Admitted)
+	if total != 500+res.Admitted {
+		t.Fatalf("%d tasks in the database, want %d", total, 500+res.Admitted)
 	}
 }
 

@@ -10,6 +10,20 @@ import (
 // stopped, then starts the service and times the drain until all of them
 // are terminal.
 func (h *harness) burnDown(ctx context.Context) (*Result, error) {
+	p, res, err := h.preload(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start := h.clock.Now()
+	if err := h.start(ctx); err != nil {
+		return nil, err
+	}
+	return h.drain(ctx, p, res, start)
+}
+
+// preload admits Tasks tasks with batch admission, nothing running them
+// yet, and starts the drain's progress.
+func (h *harness) preload(ctx context.Context) (*progress, *Result, error) {
 	n := h.opts.Tasks
 	p := newProgress(h.opts.Progress, h.clock, h.opts.ProgressEvery)
 	p.reset("admit", 0)
@@ -18,18 +32,20 @@ func (h *harness) burnDown(ctx context.Context) (*Result, error) {
 	for b := 0; admitted < n; b++ {
 		k := min(h.opts.Batch, n-admitted)
 		if err := h.admitBatch(ctx, h.tenants[b%len(h.tenants)], k); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		admitted += k
 		p.maybe(func() string { return fmt.Sprintf("%d/%d admitted  %8.0f tasks/s", admitted, n, p.rate(admitted)) })
 	}
 	admitSeconds := h.clock.Since(admitStart).Seconds()
-
 	p.reset("drain", 0)
-	start := h.clock.Now()
-	if err := h.start(ctx); err != nil {
-		return nil, err
-	}
+	return p, &Result{Tasks: n, Admitted: admitted, AdmitSeconds: admitSeconds, AdmitTasksPerSecond: float64(admitted) / admitSeconds}, nil
+}
+
+// drain waits until the preloaded tasks are terminal and fills res with
+// the time from start and the latencies.
+func (h *harness) drain(ctx context.Context, p *progress, res *Result, start time.Time) (*Result, error) {
+	n := res.Tasks
 	end, err := h.waitTerminal(ctx, n, p, func() string {
 		t := h.terminal()
 		return fmt.Sprintf("%d/%d terminal  %8.0f tasks/s", t, n, p.rate(t))
@@ -37,8 +53,7 @@ func (h *harness) burnDown(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Tasks: n, Seconds: end.Sub(start).Seconds(), PeakRSSBytes: peakRSS(), Admitted: admitted,
-		AdmitSeconds: admitSeconds, AdmitTasksPerSecond: float64(admitted) / admitSeconds}
+	res.Seconds, res.PeakRSSBytes = end.Sub(start).Seconds(), peakRSS()
 	if err := h.latencies(ctx, res, time.Time{}, time.Time{}); err != nil {
 		return nil, err
 	}

@@ -37,23 +37,11 @@ func (h *harness) httpClients(ctx context.Context) (*Result, error) {
 		}
 		keys[i] = k
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	baseURL, stopServing, err := h.serveAPI()
 	if err != nil {
-		return nil, fmt.Errorf("listen on a loopback port: %w", err)
+		return nil, err
 	}
-	srv := &http.Server{
-		Handler:           httpapi.New(h.svc, auth.NewAuthenticator(h.st).WithCache(2*time.Second, h.clock), httpapi.Options{Logger: h.opts.Logger, Metrics: h.metrics}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		<-served
-	}()
-	baseURL := "http://" + ln.Addr().String()
+	defer stopServing()
 
 	clients := h.opts.Clients
 	tr := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients, IdleConnTimeout: time.Minute}
@@ -138,4 +126,29 @@ func (h *harness) httpClients(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// serveAPI serves the service's HTTP API (with the worker API in remote
+// mode) on a loopback port until stop is called.
+func (h *harness) serveAPI() (baseURL string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("listen on a loopback port: %w", err)
+	}
+	api := httpapi.Options{Logger: h.opts.Logger, Metrics: h.metrics}
+	if h.remote != nil {
+		api.Remote, api.LeaseTTL = h.svc, h.svc.Config().LeaseTTL
+	}
+	srv := &http.Server{
+		Handler:           httpapi.New(h.svc, auth.NewAuthenticator(h.st).WithCache(2*time.Second, h.clock), api),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-served
+	}, nil
 }

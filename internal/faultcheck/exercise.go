@@ -22,7 +22,11 @@ import (
 // resolves every key and checks.
 func (r *rig) exercise(ctx context.Context) error {
 	r.progress("%s, %d node(s), load for %s, seed %d, work dir %s", storeKind(r.postgres), len(r.nodes), r.opts.Duration, r.opts.Seed, r.dir)
-	wl := newWorkload(r.hist, r.via, "k", r.seed)
+	wf := r.workflow
+	if wf == "" {
+		wf = ProbeWorkflow
+	}
+	wl := newWorkload(r.hist, r.via, "k", r.seed, wf)
 	// The load window ends on the run's clock (context.WithTimeout would
 	// end it on the real one).
 	loadCtx, stopLoad := context.WithCancel(ctx)

@@ -54,8 +54,8 @@ type Op struct {
 	// State is the task state the answer showed (submit, cancel, read).
 	State dockettype.State `json:"state,omitempty"`
 	// Fault names an injected fault (kill, start, term, pause, resume,
-	// pg-stop, pg-start, reset, stall, drop-response), then the node it
-	// acted on, if any: "kill a".
+	// pg-stop, pg-start, reset, stall, drop-response, drop-finish), then
+	// the node or remote worker it acted on, if any: "kill a", "kill w2".
 	Fault string `json:"fault,omitempty"`
 	// PID is the server process a term fault stopped. Its Outcome is OK
 	// when the process exited by itself, with status 0, within its bound.
@@ -148,6 +148,7 @@ const (
 	FaultResetOne     = "reset-one"     // one proxied connection reset
 	FaultStall        = "stall"         // proxied traffic held
 	FaultDropResponse = "drop-response" // a committed submit's answer dropped (Key, TaskID name it)
+	FaultDropFinish   = "drop-finish"   // a remote worker's committed finish call's answer dropped
 )
 
 // faultName is the fault of an Op's Fault, without the node: "kill".

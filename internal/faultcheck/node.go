@@ -21,13 +21,19 @@ import (
 )
 
 // Node is one `docket serve` child process, started, killed, frozen and
-// restarted on the same address and database.
+// restarted on the same address and database. A remote worker process
+// (`docket faultcheck-worker`) is run the same way: sub and ready say
+// which command and which first line of its stdout mean it is up.
 type Node struct {
 	Name string
-	Addr string // host:port it listens on
+	Addr string // host:port it listens on; "" for a worker
 	bin  string
-	args []string // serve's flags, --listen included
-	log  io.Writer
+	sub  string   // the subcommand; default serve
+	args []string // its flags (serve's with --listen)
+	// ready starts the line the process prints once it is up; default
+	// "Docket listening".
+	ready string
+	log   io.Writer
 	// clock times the waits for the process to listen and to stop.
 	clock clockwork.Clock
 
@@ -52,7 +58,14 @@ func (n *Node) Start(ctx context.Context) error {
 		n.mu.Unlock()
 		return fmt.Errorf("node %s is running", n.Name)
 	}
-	cmd := exec.Command(n.bin, append([]string{"serve"}, n.args...)...)
+	sub, readyLine := n.sub, n.ready
+	if sub == "" {
+		sub = "serve"
+	}
+	if readyLine == "" {
+		readyLine = "Docket listening"
+	}
+	cmd := exec.Command(n.bin, append([]string{sub}, n.args...)...)
 	cmd.SysProcAttr = childProcAttr()
 	cmd.Stderr = n.log
 	stdout, err := cmd.StdoutPipe()
@@ -76,7 +89,7 @@ func (n *Node) Start(ctx context.Context) error {
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintf(n.log, "%s%s\n", stdoutPrefix(n.Name), redactKey(line))
-			if !listening && strings.HasPrefix(line, "Docket listening") {
+			if !listening && strings.HasPrefix(line, readyLine) {
 				listening = true
 				close(ready)
 			}

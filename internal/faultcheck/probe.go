@@ -85,6 +85,19 @@ type ExecRecord struct {
 // (the kernel holds it); the log is what "executions" are counted from. The
 // returned Closer closes the log.
 func RegisterProbe(reg *workflow.Registry, dir string, clock clockwork.Clock) (io.Closer, error) {
+	p, err := openProbe(dir, clock)
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Register(ProbeWorkflow, workflow.Definition{Pool: dockettype.PoolOnline, Run: p.run}); err != nil {
+		p.f.Close()
+		return nil, err
+	}
+	return p.f, nil
+}
+
+// openProbe opens this process's execution log in dir.
+func openProbe(dir string, clock clockwork.Clock) (*probe, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("faultcheck probe: %w", err)
 	}
@@ -93,12 +106,7 @@ func RegisterProbe(reg *workflow.Registry, dir string, clock clockwork.Clock) (i
 	if err != nil {
 		return nil, fmt.Errorf("faultcheck probe: %w", err)
 	}
-	p := &probe{f: f, pid: pid, clock: clock}
-	if err := reg.Register(ProbeWorkflow, workflow.Definition{Pool: dockettype.PoolOnline, Run: p.run}); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return &probe{f: f, pid: pid, clock: clock}, nil
 }
 
 type probe struct {
@@ -121,13 +129,30 @@ func (p *probe) record(r ExecRecord) error {
 }
 
 func (p *probe) run(ctx context.Context, b *workflow.Binding, input json.RawMessage) (json.RawMessage, error) {
-	rec := ExecRecord{Tenant: b.Tenant(), Task: b.TaskID(), Epoch: b.LeaseEpoch(), Attempt: b.Attempt()}
+	out, fail, err := p.execute(ctx, ExecRecord{Tenant: b.Tenant(), Task: b.TaskID(), Epoch: b.LeaseEpoch(), Attempt: b.Attempt()}, input)
+	if fail != nil {
+		return nil, workflow.Fail(fail.code, fail.message, fail.retryable)
+	}
+	return out, err
+}
+
+// probeFailure is how an execution chose to fail.
+type probeFailure struct {
+	code      dockettype.Code
+	message   string
+	retryable bool
+}
+
+// execute is one execution of the probe, wherever it runs (a server's
+// pool, or a remote worker): it logs its start, does what the input asks
+// and logs its end. rec names the task, its lease epoch and attempt.
+func (p *probe) execute(ctx context.Context, rec ExecRecord, input json.RawMessage) (json.RawMessage, *probeFailure, error) {
 	start := rec
 	start.Event = execStart
 	if err := p.record(start); err != nil {
 		// Not counted, so not run: an execution the log cannot see would
 		// make the executions ≤ attempts check blind.
-		return nil, err
+		return nil, nil, err
 	}
 	end := func(outcome string) {
 		rec.Event, rec.Outcome = execEnd, outcome
@@ -138,30 +163,30 @@ func (p *probe) run(ctx context.Context, b *workflow.Binding, input json.RawMess
 	var in probeInput
 	if err := dec.Decode(&in); err != nil || in.MS < 0 || in.MS > int64(time.Hour/time.Millisecond) {
 		end("fail")
-		return nil, workflow.Fail(dockettype.CodeInvalidInput, "the probe's input is not its own", false)
+		return nil, &probeFailure{dockettype.CodeInvalidInput, "the probe's input is not its own", false}, nil
 	}
 	if in.MS > 0 {
 		select {
 		case <-p.clock.After(time.Duration(in.MS) * time.Millisecond):
 		case <-ctx.Done():
 			end("stopped")
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
 	switch {
 	case in.Fail:
 		end("fail")
-		return nil, workflow.Fail(codeProbeFail, "the probe fails for good, as its input asked", false)
-	case b.Attempt() <= in.FailUntil:
+		return nil, &probeFailure{codeProbeFail, "the probe fails for good, as its input asked", false}, nil
+	case rec.Attempt <= in.FailUntil:
 		end("retry")
-		return nil, workflow.Fail(codeProbeRetry, "the probe fails this attempt, as its input asked", true)
+		return nil, &probeFailure{codeProbeRetry, "the probe fails this attempt, as its input asked", true}, nil
 	}
-	out, err := json.Marshal(probeResult{Task: b.TaskID(), Key: in.Key, Canary: in.Canary, Epoch: b.LeaseEpoch(), Attempt: b.Attempt(), PID: p.pid})
+	out, err := json.Marshal(probeResult{Task: rec.Task, Key: in.Key, Canary: in.Canary, Epoch: rec.Epoch, Attempt: rec.Attempt, PID: p.pid})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	end("ok")
-	return out, nil
+	return out, nil, nil
 }
 
 // execLogName is the execution log of process pid in dir.

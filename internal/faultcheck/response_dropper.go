@@ -18,7 +18,9 @@ import (
 // ambiguous commits: it forwards a submit, lets the server commit and
 // answer, then drops the answer and resets the client's connection. The
 // client is told its submit failed although the task exists; it must
-// retry with the same key and get the same task.
+// retry with the same key and get the same task. It does the same to
+// remote workers' finish calls (SetFinishRate): the outcomes committed,
+// the worker hears nothing and sends them again.
 type ResponseDropper struct {
 	ln        net.Listener
 	srv       *http.Server
@@ -27,10 +29,12 @@ type ResponseDropper struct {
 	hist      *History
 	tenants   map[string]string // API key → tenant
 
-	mu      sync.Mutex
-	rng     *rand.Rand
-	rate    float64
-	dropped int
+	mu         sync.Mutex
+	rng        *rand.Rand
+	rate       float64
+	finishRate float64
+	dropped    int
+	finishes   int // finish answers dropped
 }
 
 // NewResponseDropper listens on a free loopback port and forwards to
@@ -67,10 +71,30 @@ func (d *ResponseDropper) Dropped() int {
 	return d.dropped
 }
 
-func (d *ResponseDropper) drop() bool {
+// SetFinishRate sets the share of committed finish answers (POST
+// /v1/worker/finish, 200) dropped (0: none). Each drop is recorded in the
+// history as a drop-finish fault.
+func (d *ResponseDropper) SetFinishRate(rate float64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.rate > 0 && d.rng.Float64() < d.rate
+	d.finishRate = rate
+}
+
+// DroppedFinishes returns how many committed finish answers were dropped.
+func (d *ResponseDropper) DroppedFinishes() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.finishes
+}
+
+func (d *ResponseDropper) drop(finish bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rate := d.rate
+	if finish {
+		rate = d.finishRate
+	}
+	return rate > 0 && d.rng.Float64() < rate
 }
 
 func (d *ResponseDropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -99,8 +123,16 @@ func (d *ResponseDropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	submit := r.Method == http.MethodPost && r.URL.Path == "/v1/tasks"
 	batch := r.Method == http.MethodPost && r.URL.Path == "/v1/tasks/batch"
-	if (submit && resp.StatusCode == http.StatusCreated || batch && resp.StatusCode == http.StatusOK) && d.drop() {
+	if (submit && resp.StatusCode == http.StatusCreated || batch && resp.StatusCode == http.StatusOK) && d.drop(false) {
 		d.recordDrop(r, body, answer, batch)
+		hangUp(w)
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/worker/finish" && resp.StatusCode == http.StatusOK && d.drop(true) {
+		d.mu.Lock()
+		d.finishes++
+		d.mu.Unlock()
+		d.hist.Fault(FaultDropFinish)
 		hangUp(w)
 		return
 	}

@@ -49,7 +49,10 @@ type rig struct {
 	via       []*tenantClients // each tenant through the endpoints
 	// stayUp says that no node is killed, frozen, stopped or cut off: set
 	// by the scenarios that inject other faults.
-	stayUp   bool
+	stayUp bool
+	// workflow is the load's workflow; "": ProbeWorkflow. The remote
+	// scenario sets its remote one.
+	workflow string
 	logFiles []io.Closer
 	// unfinished are the tasks still queued or running when a drain's
 	// bound passed.
@@ -119,6 +122,11 @@ func (r *rig) setup(ctx context.Context) error {
 			return err
 		}
 	}
+	if sc, ok := r.sc.(startedScenario); ok {
+		if err := sc.started(ctx, r); err != nil {
+			return err
+		}
+	}
 	if r.endpoints == nil {
 		for _, n := range r.nodes {
 			r.endpoints = append(r.endpoints, "http://"+n.Addr)
@@ -134,6 +142,12 @@ func (r *rig) setup(ctx context.Context) error {
 		r.direct = append(r.direct, &tenantClients{tenant: t, via: []*client.Client{client.New("http://"+r.nodes[0].Addr, r.keys[t])}})
 	}
 	return nil
+}
+
+// startedScenario is a scenario with more to set up once its servers run
+// (through their API), before the load starts.
+type startedScenario interface {
+	started(ctx context.Context, r *rig) error
 }
 
 // admin runs a docket admin command and returns its stdout.

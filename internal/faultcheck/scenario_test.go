@@ -56,6 +56,8 @@ func TestScenarioNeeds(t *testing.T) {
 		{ScenarioSigterm, sqlite, false},
 		{ScenarioSigterm, nowhere, false},
 		{ScenarioKill9, sqlite, false},
+		{ScenarioRemote, sqlite, false},
+		{ScenarioRemote, nowhere, false},
 		{"no-such-scenario", sqlite, false},
 	} {
 		if why := SkipReason(tc.scenario, tc.db); (why != "") != tc.skipped {

@@ -39,13 +39,16 @@ type workload struct {
 	tenants []*tenantClients
 	prefix  string // of every idempotency key of the run
 	seed    uint64
+	// workflow is what every task runs: ProbeWorkflow, or the remote
+	// scenario's RemoteProbeWorkflow (the same probe in remote workers).
+	workflow string
 
 	mu      sync.Mutex
 	submits map[tenantKey]*client.SubmitParams // every key invoked, with its request
 }
 
-func newWorkload(hist *History, tenants []*tenantClients, prefix string, seed uint64) *workload {
-	return &workload{hist: hist, tenants: tenants, prefix: prefix, seed: seed, submits: map[tenantKey]*client.SubmitParams{}}
+func newWorkload(hist *History, tenants []*tenantClients, prefix string, seed uint64, workflow string) *workload {
+	return &workload{hist: hist, tenants: tenants, prefix: prefix, seed: seed, workflow: workflow, submits: map[tenantKey]*client.SubmitParams{}}
 }
 
 // run runs procs processes until ctx is done, then returns once every call
@@ -111,7 +114,7 @@ func (w *workload) newParams(rng *rand.Rand, tc *tenantClients, key string) *cli
 		in.Fail = true
 	}
 	input, _ := json.Marshal(in)
-	p := &client.SubmitParams{IdempotencyKey: key, Workflow: ProbeWorkflow, Input: input,
+	p := &client.SubmitParams{IdempotencyKey: key, Workflow: w.workflow, Input: input,
 		MaxAttempts: taskMaxAttempts, TimeoutMS: taskTimeoutMS}
 	w.mu.Lock()
 	w.submits[tenantKey{tc.tenant, key}] = p

@@ -106,3 +106,24 @@ func TestTraceID(t *testing.T) {
 		t.Fatal("a body with 15 bytes of trace ID decoded")
 	}
 }
+
+// Peek reads a token's claims without the secret, and refuses what is not
+// a token; a forged token peeks fine but still fails Verify.
+func TestPeek(t *testing.T) {
+	tok := Sign(secret, "key_a", claims)
+	if got, ok := Peek(tok); !ok || got != claims {
+		t.Fatalf("Peek = %+v, %v; want %+v", got, ok, claims)
+	}
+	for _, bad := range []string{"", "dkl1.", "dkl1.!!", "xyz." + strings.TrimPrefix(tok, Prefix), tok[:len(tok)-30]} {
+		if got, ok := Peek(bad); ok {
+			t.Errorf("Peek(%q) = %+v, want refused", bad, got)
+		}
+	}
+	forged := Sign(bytes.Repeat([]byte{9}, 32), "key_a", claims)
+	if _, ok := Peek(forged); !ok {
+		t.Errorf("a well-formed token of another installation does not peek")
+	}
+	if _, err := Verify(secret, "key_a", forged); err == nil {
+		t.Errorf("a peeked forgery verifies")
+	}
+}

@@ -1,0 +1,175 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/docket-dev/docket"
+	"github.com/docket-dev/docket/client"
+	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
+	"github.com/docket-dev/docket/worker"
+)
+
+// benchStores are the databases the benchmarks run on: SQLite always,
+// PostgreSQL when DOCKET_TEST_POSTGRES_URL is set.
+func benchStores() []string {
+	if os.Getenv("DOCKET_TEST_POSTGRES_URL") != "" {
+		return []string{"sqlite", "postgres"}
+	}
+	return []string{"sqlite"}
+}
+
+// newBenchEnv is newEnv on a database of the kind (postgres: a database
+// of its own, dropped at the end).
+func newBenchEnv(b *testing.B, kind string, cfg docket.Config) *env {
+	if kind == "sqlite" {
+		return newEnv(b, cfg)
+	}
+	cfg.DB = pgtest.Database(b, pgtest.URL(b))
+	return newEnvOn(b, cfg)
+}
+
+// BenchmarkRemoteStartLatency measures, on the real clock, how long an
+// idle Go SDK worker (its claim long-polling on the server) takes to start
+// a task: from calling Submit (admission over HTTP included) until the
+// handler runs. Each task is submitted once the previous one finished. It
+// reports p50 and p99 in microseconds.
+func BenchmarkRemoteStartLatency(b *testing.B) {
+	for _, kind := range benchStores() {
+		b.Run("store="+kind, func(b *testing.B) {
+			e := newBenchEnv(b, kind, docket.Config{})
+			e.register("bench.latency", 1)
+			started := make(chan time.Time, 1)
+			w := worker.New(e.srv.URL(), e.worker, worker.Options{Slots: 10, Wait: 30 * time.Second})
+			w.Handle("bench.latency", func(context.Context, *worker.Task) (any, error) {
+				started <- time.Now()
+				return nil, nil
+			})
+			stop := run(b, w)
+			defer stop()
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				res, err := e.admin.Submit(ctx, &client.SubmitParams{IdempotencyKey: fmt.Sprint("lat-", i), Workflow: "bench.latency"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, (<-started).Sub(t0))
+				b.StopTimer()
+				// The worker is idle again (its finish written, its claim
+				// waiting) before the next submit.
+				if _, err := e.admin.Wait(ctx, res.Task.ID, 10*time.Second); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(2 * time.Millisecond)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50_µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99_µs")
+		})
+	}
+}
+
+// BenchmarkRemoteHeartbeatCost measures what heartbeats cost the database
+// with 10,000 remote tasks running at once (10 Go SDK workers of 1,000
+// slots, PostgreSQL): the transactions the database committed
+// (pg_stat_database.xact_commit of the server's own database) over ten
+// heartbeat intervals while nothing but the heartbeats (and the server's
+// own schedulers) ran, per worker and interval. The target is at most 1:
+// one transaction per heartbeat call, not one per lease.
+func BenchmarkRemoteHeartbeatCost(b *testing.B) {
+	if os.Getenv("DOCKET_TEST_POSTGRES_URL") == "" {
+		b.Skip("DOCKET_TEST_POSTGRES_URL is not set")
+	}
+	const (
+		workers = 10
+		slots   = 1000
+		tasks   = workers * slots
+		beat    = time.Second
+		windows = 10
+	)
+	for range b.N {
+		e := newBenchEnv(b, "postgres", docket.Config{LeaseTTL: 3 * beat, HeartbeatInterval: beat,
+			OnlineCapacity: 2 * tasks, DefaultTenantLimit: docket.Unlimited})
+		e.register("bench.hold", 1)
+		var running atomic.Int64
+		release := make(chan struct{})
+		var stops []func() error
+		for i := range workers {
+			w := worker.New(e.srv.URL(), e.worker, worker.Options{Slots: slots, WorkerID: fmt.Sprint("hb-", i), ShutdownGrace: 30 * time.Second})
+			w.Handle("bench.hold", func(ctx context.Context, _ *worker.Task) (any, error) {
+				running.Add(1)
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil, nil
+			})
+			stops = append(stops, run(b, w))
+		}
+		ctx := context.Background()
+		for i := 0; i < tasks; i += client.MaxBatchItems {
+			var items []*client.SubmitParams
+			for j := i; j < i+client.MaxBatchItems; j++ {
+				items = append(items, &client.SubmitParams{IdempotencyKey: fmt.Sprint("hold-", j), Workflow: "bench.hold", TimeoutMS: 600_000})
+			}
+			res, err := e.admin.SubmitBatch(ctx, &client.SubmitBatchParams{Tasks: items})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range res {
+				if r.Task == nil {
+					b.Fatalf("a batch item was refused: %+v", r)
+				}
+			}
+		}
+		for deadline := time.Now().Add(2 * time.Minute); running.Load() < tasks; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatalf("%d of %d tasks running after 2 minutes", running.Load(), tasks)
+			}
+		}
+		time.Sleep(2 * beat) // the claims' and admissions' stats flushed
+		conn, err := pgx.Connect(ctx, e.db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		commits := func() int64 {
+			var n int64
+			if _, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+				b.Fatal(err)
+			}
+			if err := conn.QueryRow(ctx, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+		b.ResetTimer()
+		before := commits()
+		time.Sleep(windows * beat)
+		after := commits()
+		b.StopTimer()
+		conn.Close(ctx)
+		// The window's own two reads (two statements each) are left out.
+		perWorker := float64(after-before-4) / float64(workers*windows)
+		b.ReportMetric(perWorker, "xacts/worker/interval")
+		b.ReportMetric(float64(after-before-4)/windows, "xacts/interval")
+		close(release)
+		var wg sync.WaitGroup
+		for _, stop := range stops {
+			wg.Go(func() { _ = stop() })
+		}
+		wg.Wait()
+	}
+}
