@@ -20,6 +20,7 @@ const (
 	CodeTooManyRequests     Code = "too_many_requests"     // 429: too many concurrent long polls, for the tenant or the server; or every connection of the store is in use
 	CodeStoreUnavailable    Code = "store_unavailable"     // 503: the database cannot be reached
 	CodeInternal            Code = "internal"              // 500: an unexpected server fault (logged by code only)
+	CodeInvalidDependency   Code = "invalid_dependency"    // 400: depends_on names an unknown task, another tenant's, a later or missing batch item, or makes a cycle; nothing is admitted
 
 	CodeLeaseLost        Code = "lease_lost"        // task: attempts exhausted after lease expiries
 	CodeWorkerPanic      Code = "worker_panic"      // task: the workflow panicked
@@ -29,6 +30,7 @@ const (
 	CodeInvalidInput     Code = "invalid_input"     // task: the workflow refused its input
 	CodeShutdown         Code = "shutdown"          // task: the node stopped before the task finished
 	CodeResultTooLarge   Code = "result_too_large"  // task: the workflow's result is over the server's limit
+	CodeDependencyFailed Code = "dependency_failed" // task: a task it depends on failed, timed out or was cancelled
 
 	CodeStaleLease Code = "stale_lease" // internal, metric: a fenced write was refused
 )
@@ -37,9 +39,9 @@ const (
 var Codes = []Code{
 	CodeUnauthenticated, CodeForbidden, CodeInvalidRequest, CodeUnknownWorkflow,
 	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeBuiltinWorkflow, CodeQueueFull,
-	CodeTenantQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal,
+	CodeTenantQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal, CodeInvalidDependency,
 	CodeLeaseLost, CodeWorkerPanic, CodeDeadlineExceeded, CodeCancelled,
-	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeResultTooLarge, CodeStaleLease,
+	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeResultTooLarge, CodeDependencyFailed, CodeStaleLease,
 }
 
 // Known reports whether c is in the closed set.
