@@ -21,6 +21,7 @@ const internalMessage = "internal server error"
 // (task-only codes, internal) are answered as 500 internal.
 var statusOf = map[dockettype.Code]int{
 	dockettype.CodeInvalidRequest:      http.StatusBadRequest,
+	dockettype.CodeInvalidDependency:   http.StatusBadRequest,
 	dockettype.CodeUnknownWorkflow:     http.StatusBadRequest,
 	dockettype.CodeUnauthenticated:     http.StatusUnauthorized,
 	dockettype.CodeForbidden:           http.StatusForbidden,
