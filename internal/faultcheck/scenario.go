@@ -52,6 +52,7 @@ var scenarios = []func() Scenario{
 	newClockSkew,
 	newSigterm,
 	newSchedules,
+	newDependencies,
 }
 
 // ScenarioAll selects every scenario.
