@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -28,7 +29,8 @@ type endedTask struct {
 	hasDependents bool
 }
 
-// ended lists the moved rows of one End call that reached state to.
+// endedOf lists the rows of one End call that some task depends on, each
+// with the state it ended in.
 func endedOf(moved []Moved, to func(Moved) dockettype.State) []endedTask {
 	var out []endedTask
 	for _, m := range moved {
@@ -118,7 +120,7 @@ func settleDependents(tx Tx, c *changes, ended []endedTask, now time.Time) error
 		ended = nil
 		if len(release) > 0 {
 			rows := make([]Release, 0, len(release))
-			for _, id := range slices.Sorted(mapsKeys(release)) {
+			for _, id := range slices.Sorted(maps.Keys(release)) {
 				rows = append(rows, Release{TaskID: id, N: release[id]})
 			}
 			moved, err := tx.Release(rows, now)
@@ -133,7 +135,7 @@ func settleDependents(tx Tx, c *changes, ended []endedTask, now time.Time) error
 		}
 		if len(fail) > 0 {
 			ends := make([]End, 0, len(fail))
-			for _, id := range slices.Sorted(mapsKeys(fail)) {
+			for _, id := range slices.Sorted(maps.Keys(fail)) {
 				ends = append(ends, fail[id])
 			}
 			moved, err := tx.End(ends, now)
@@ -165,16 +167,6 @@ func dependencyFailure(id string, epoch int64, to dockettype.State) End {
 		e.Message = "a task it depends on failed"
 	}
 	return e
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // admissionDeps is what an admission needs to know of its items'
@@ -351,7 +343,7 @@ func planDeps(tx Tx, items []*store.AdmitItem, admitted []int, names []string, d
 			p.waitSet[it.TaskID] = true
 		}
 	}
-	p.depended = slices.Sorted(mapsKeys(dependedSet))
+	p.depended = slices.Sorted(maps.Keys(dependedSet))
 	return p, nil
 }
 
@@ -373,7 +365,7 @@ func (p *dependencyPlan) write(tx Tx, c *changes, now time.Time) error {
 		return nil
 	}
 	ends := make([]End, 0, len(p.fail))
-	for _, id := range slices.Sorted(mapsKeys(p.fail)) {
+	for _, id := range slices.Sorted(maps.Keys(p.fail)) {
 		ends = append(ends, p.fail[id])
 	}
 	moved, err := tx.End(ends, now)
