@@ -59,6 +59,9 @@ func checkDependencies(p *parsed, r *Result) {
 			continue
 		}
 		r.Dependents++
+		if t.Task.Error != nil && t.Task.Error.Code == dockettype.CodeDependencyFailed {
+			r.DependentsFailed++
+		}
 		started := t.firstEvent(dockettype.StateRunning)
 		allTerminal, allSucceeded := true, true
 		lastEnd := int64(0)

@@ -174,6 +174,9 @@ type Result struct {
 	// admitted, Dependents the tasks with dependencies it checked.
 	DependencyGraphs int `json:"dependency_graphs,omitempty"`
 	Dependents       int `json:"dependents,omitempty"`
+	// DependentsFailed counts the dependents that ended with
+	// dependency_failed.
+	DependentsFailed int `json:"dependents_failed,omitempty"`
 	ScheduleFired    int `json:"schedule_fired,omitempty"`
 
 	// Anomalies counts each kind (see Anomaly*); Examples gives a few of

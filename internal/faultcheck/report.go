@@ -102,8 +102,8 @@ func WriteText(w io.Writer, reports []*Report) {
 				res.ScheduleFireTimes, res.ScheduleFired, res.Anomalies[AnomalyScheduleTwice], res.Anomalies[AnomalyScheduleMissed])
 		}
 		if res.DependencyGraphs > 0 {
-			row("dependencies", "%d graphs, %d dependents checked · started early %d · left waiting %d",
-				res.DependencyGraphs, res.Dependents, res.Anomalies[AnomalyDependencyEarly], res.Anomalies[AnomalyDependencyWaiting])
+			row("dependencies", "%d graphs, %d dependents checked (%d ended dependency_failed) · started early %d · left waiting %d",
+				res.DependencyGraphs, res.Dependents, res.DependentsFailed, res.Anomalies[AnomalyDependencyEarly], res.Anomalies[AnomalyDependencyWaiting])
 		}
 		for _, f := range res.Findings {
 			row("FINDING", "%s", f)
