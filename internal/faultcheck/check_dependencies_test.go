@@ -51,7 +51,11 @@ func TestCheckDependencies(t *testing.T) {
 		{name: "ran though its dependency failed", tasks: []*DependencyTask{failed,
 			task("d", ok, "", []string{"f"}, ev(q, 3, rn, 6, ok, 7))}, early: 1, waiting: 1},
 		{name: "runs anyway", tasks: []*DependencyTask{failed,
-			func() *DependencyTask { d := task("d", ok, "", []string{"f"}, ev(q, 3, rn, 6, ok, 7)); d.Run = true; return d }()}},
+			func() *DependencyTask {
+				d := task("d", ok, "", []string{"f"}, ev(q, 3, rn, 6, ok, 7))
+				d.Run = true
+				return d
+			}()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &DependencyView{Graphs: 1, Tasks: map[string]*DependencyTask{}}
