@@ -79,6 +79,14 @@ type SubmitParams struct {
 	// TraceParent, when set, is sent as the W3C traceparent header; the
 	// task records its trace ID.
 	TraceParent string
+	// DependsOn are the tasks this one waits for: IDs of the tenant's
+	// tasks or, in a batch, idempotency keys of earlier tasks of the batch.
+	// It stays queued (WaitingOn "dependencies") until all have succeeded.
+	DependsOn []string
+	// OnDependencyFailure is "fail" (default: end failed with
+	// dependency_failed) or "run" (run anyway) when a dependency fails,
+	// times out or is cancelled.
+	OnDependencyFailure string
 }
 
 // SubmitResult is an admitted task.
@@ -115,6 +123,8 @@ type submitBody struct {
 	Priority    int             `json:"priority,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	RunAt       *time.Time      `json:"run_at,omitempty"`
+	DependsOn   []string        `json:"depends_on,omitempty"`
+	OnDepFail   string          `json:"on_dependency_failure,omitempty"`
 }
 
 // runAt is the body's run_at: absent when zero.
@@ -133,6 +143,7 @@ func (c *Client) Submit(ctx context.Context, p *SubmitParams) (*SubmitResult, er
 	body, err := json.Marshal(submitBody{
 		Workflow: p.Workflow, Input: p.Input, Pool: p.Pool,
 		TimeoutMS: p.TimeoutMS, Priority: p.Priority, MaxAttempts: p.MaxAttempts, RunAt: runAt(p.RunAt),
+		DependsOn: p.DependsOn, OnDepFail: p.OnDependencyFailure,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docket: submit: encode input: %w", err)

@@ -30,7 +30,8 @@ const (
 	// 503 from GET /readyz: the store's writes fail (a full disk, a
 	// read-only file) while it still answers reads; ready again once a
 	// write succeeds.
-	CodeWritesFailing Code = "writes_failing"
+	CodeWritesFailing     Code = "writes_failing"
+	CodeInvalidDependency Code = "invalid_dependency" // 400: depends_on names an unknown task, another tenant's, a later or missing batch item, or makes a cycle; nothing is admitted
 
 	CodeLeaseLost        Code = "lease_lost"        // task: attempts exhausted after lease expiries
 	CodeWorkerPanic      Code = "worker_panic"      // task: the workflow panicked
@@ -40,6 +41,7 @@ const (
 	CodeInvalidInput     Code = "invalid_input"     // task: the workflow refused its input
 	CodeShutdown         Code = "shutdown"          // task: the node stopped before the task finished
 	CodeResultTooLarge   Code = "result_too_large"  // task: the workflow's result is over the server's limit
+	CodeDependencyFailed Code = "dependency_failed" // task: a task it depends on failed, timed out or was cancelled
 
 	CodeStaleLease Code = "stale_lease" // internal, metric: a fenced write was refused
 )
@@ -49,9 +51,9 @@ var Codes = []Code{
 	CodeUnauthenticated, CodeForbidden, CodeInvalidRequest, CodeUnknownWorkflow,
 	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeBuiltinWorkflow, CodeQueueFull,
 	CodeTenantQuotaExceeded, CodeStorageQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal,
-	CodeStoreCorrupt, CodeWritesFailing,
+	CodeStoreCorrupt, CodeWritesFailing, CodeInvalidDependency,
 	CodeLeaseLost, CodeWorkerPanic, CodeDeadlineExceeded, CodeCancelled,
-	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeResultTooLarge, CodeStaleLease,
+	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeResultTooLarge, CodeDependencyFailed, CodeStaleLease,
 }
 
 // Known reports whether c is in the closed set.

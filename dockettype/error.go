@@ -61,4 +61,9 @@ var (
 	// ErrNoEvidenceSink: the binding was not created by the server (a
 	// zero Binding in a unit test).
 	ErrNoEvidenceSink = errors.New("docket: the binding has no evidence sink")
+	// ErrNoDependencySource: the binding was not created by the server, so
+	// it cannot read the task's dependencies.
+	ErrNoDependencySource = errors.New("docket: the binding cannot read dependencies")
+	// ErrNotDependency: the task does not depend on the task named.
+	ErrNotDependency = errors.New("docket: not a dependency of this task")
 )

@@ -25,6 +25,11 @@ type Task struct {
 	ConfigVersion string          `json:"config_version"`
 	Result        json.RawMessage `json:"result"`
 	Error         *TaskError      `json:"error"`
+	// WaitingOn says why a queued task does not run yet (null otherwise).
+	WaitingOn WaitingOn `json:"waiting_on"`
+	// DependsOn lists the tasks this one waits for, in the order given at
+	// submission (absent when none). Only single-task reads carry it.
+	DependsOn []string `json:"depends_on,omitempty"`
 
 	// LeaseEpoch is the fencing token. It is internal and never serialized.
 	LeaseEpoch int64 `json:"-"`

@@ -156,3 +156,49 @@ type evidenceRequest struct {
 	Items    []evidenceItem `json:"items"`
 	WorkerID string         `json:"worker_id,omitempty"`
 }
+
+// DependencyResults returns the outcome of each task this one depends on
+// (depends_on at submission), in the order given: its state and, once
+// terminal, its result or error (fan-in). The task runs only once every
+// dependency has succeeded, unless it was submitted with
+// on_dependency_failure "run". Its error wraps ErrLeaseLost when the server
+// refuses the lease.
+func (t *Task) DependencyResults(ctx context.Context) ([]dockettype.DependencyResult, error) {
+	var ans dependenciesAnswer
+	err := retry(ctx, func() error {
+		return t.w.c.Call(ctx, http.MethodPost, "/v1/worker/dependencies",
+			dependenciesRequest{Lease: t.lease, WorkerID: t.w.opts.WorkerID}, &ans)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: dependencies: %w", err)
+	}
+	if ans.Status != "ok" {
+		return nil, ErrLeaseLost
+	}
+	return ans.Dependencies, nil
+}
+
+// DependencyResult returns the outcome of one of the tasks this one
+// depends on, or an error wrapping dockettype.ErrNotDependency.
+func (t *Task) DependencyResult(ctx context.Context, taskID string) (dockettype.DependencyResult, error) {
+	all, err := t.DependencyResults(ctx)
+	if err != nil {
+		return dockettype.DependencyResult{}, err
+	}
+	for _, d := range all {
+		if d.ID == taskID {
+			return d, nil
+		}
+	}
+	return dockettype.DependencyResult{}, fmt.Errorf("worker: %s: %w", taskID, dockettype.ErrNotDependency)
+}
+
+type dependenciesRequest struct {
+	Lease    string `json:"lease"`
+	WorkerID string `json:"worker_id,omitempty"`
+}
+
+type dependenciesAnswer struct {
+	Status       string                        `json:"status"`
+	Dependencies []dockettype.DependencyResult `json:"dependencies"`
+}

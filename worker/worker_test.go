@@ -390,3 +390,41 @@ func TestBurnDown(t *testing.T) {
 		t.Fatalf("the handler ran %d times for %d tasks", ran.Load(), n)
 	}
 }
+
+// A remote handler reads the results of the tasks its task depends on
+// (fan-in), which ran first.
+func TestDependencyResults(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, docket.Config{})
+	e.register("reports.join", 0)
+	first := e.submit(e.admin, "part-1", "demo.echo", `{"part":1}`, 0)
+	second := e.submit(e.admin, "part-2", "demo.echo", `{"part":2}`, 0)
+	res, err := e.admin.Submit(context.Background(), &client.SubmitParams{IdempotencyKey: "join", Workflow: "reports.join",
+		DependsOn: []string{first.ID, second.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(e.srv.URL(), e.worker, worker.Options{Slots: 1, Wait: time.Second})
+	w.Handle("reports.join", func(ctx context.Context, task *worker.Task) (any, error) {
+		deps, err := task.DependencyResults(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var parts []json.RawMessage
+		for _, d := range deps {
+			if d.State != dockettype.StateSucceeded {
+				return nil, worker.Fail("dependency_not_done", "a dependency has not succeeded", false)
+			}
+			parts = append(parts, d.Result)
+		}
+		if _, err := task.DependencyResult(ctx, "not-a-dependency"); !errors.Is(err, dockettype.ErrNotDependency) {
+			return nil, worker.Fail("unexpected", "DependencyResult of a non-dependency did not say so", false)
+		}
+		return parts, nil
+	})
+	run(t, w)
+	got := e.wait(res.Task.ID)
+	if got.State != dockettype.StateSucceeded || string(got.Result) != `[{"part":1},{"part":2}]` {
+		t.Fatalf("join %s %s %+v, want succeeded with both parts in order", got.State, got.Result, got.Error)
+	}
+}

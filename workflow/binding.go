@@ -68,3 +68,32 @@ func (b *Binding) RecordEvidence(ctx context.Context, items ...dockettype.Eviden
 	}
 	return b.p.Evidence.WriteEvidence(ctx, items)
 }
+
+// DependencyResults returns the outcome of each task this one depends on
+// (depends_on at submission), in the order given: its state and, once
+// terminal, its result or error. A task runs once every dependency has
+// succeeded, so all are succeeded unless it was submitted with
+// on_dependency_failure "run". It is empty for a task without
+// dependencies, and dockettype.ErrNoDependencySource on a binding the
+// server did not create.
+func (b *Binding) DependencyResults(ctx context.Context) ([]dockettype.DependencyResult, error) {
+	if b == nil || b.p.Dependencies == nil {
+		return nil, dockettype.ErrNoDependencySource
+	}
+	return b.p.Dependencies.DependencyResults(ctx)
+}
+
+// DependencyResult returns the outcome of one of the tasks this one
+// depends on, or dockettype.ErrNotDependency.
+func (b *Binding) DependencyResult(ctx context.Context, taskID string) (dockettype.DependencyResult, error) {
+	all, err := b.DependencyResults(ctx)
+	if err != nil {
+		return dockettype.DependencyResult{}, err
+	}
+	for _, d := range all {
+		if d.ID == taskID {
+			return d, nil
+		}
+	}
+	return dockettype.DependencyResult{}, dockettype.ErrNotDependency
+}

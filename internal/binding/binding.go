@@ -17,6 +17,12 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 )
 
+// DependencySource reads the outcome of the tasks the bound task depends
+// on.
+type DependencySource interface {
+	DependencyResults(ctx context.Context) ([]dockettype.DependencyResult, error)
+}
+
 // EvidenceSink writes evidence fenced by the binding's lease.
 type EvidenceSink interface {
 	WriteEvidence(ctx context.Context, items []dockettype.EvidenceItem) error
@@ -35,6 +41,7 @@ type Params struct {
 	ConfigVersion string
 	TraceID       string
 	Evidence      EvidenceSink
+	Dependencies  DependencySource
 }
 
 // constructor is package workflow's func(Params) *workflow.Binding.

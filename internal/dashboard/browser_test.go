@@ -1087,3 +1087,69 @@ func TestDashboardRemoteWorkersInBrowser(t *testing.T) {
 	}
 	a.call(http.MethodPost, "/v1/tasks/"+nap.ID+"/cancel", adminKey, "", nil, nil)
 }
+
+// The Schedules view lists a schedule with its next fire times and last
+// runs (with their tasks' states), and pauses and resumes it; the task page
+// of a task that waits says so and links the task it depends on.
+func TestDashboardSchedulesAndDependenciesInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	url, adminKey := startServer(t)
+	a := newAPI(t, url)
+
+	// A task that waits on a running one.
+	first := a.submit(adminKey, "slow-1", map[string]any{"workflow": "demo.sleep", "input": map[string]int{"ms": 120000}})
+	waiting := a.submit(adminKey, "after-1", map[string]any{"workflow": "demo.echo", "depends_on": []string{first.ID}})
+	if waiting.WaitingOn != dockettype.WaitingOnDependencies {
+		t.Fatalf("waiting_on = %q, want dependencies", waiting.WaitingOn)
+	}
+	if st := a.call(http.MethodPut, "/v1/admin/schedules/every.second", adminKey, "", map[string]any{
+		"tenant": "demo", "workflow": "demo.echo", "input": map[string]int{"n": 1}, "cron": "* * * * * *",
+		"overlap": "allow", "missed": "skip"}, nil); st != http.StatusCreated {
+		t.Fatalf("create schedule: %d", st)
+	}
+
+	b.signInAsAdmin(url, adminKey)
+	b.goTo("#/tasks/" + waiting.ID)
+	b.until("see the dependency", `document.querySelector("#task-deps") && !document.querySelector("#task-deps").hidden`)
+	if txt := b.text("#task-fields"); !strings.Contains(txt, "dependencies") {
+		t.Errorf("task fields = %q, want waiting on dependencies", txt)
+	}
+	if got := eval[string](b, `document.querySelector("#task-depends-on a").getAttribute("href")`); got != "#/tasks/"+first.ID {
+		t.Errorf("dependency link = %q, want #/tasks/%s", got, first.ID)
+	}
+	b.do("follow the dependency link", chromedp.Click(chromedp.CSS("#task-depends-on a")))
+	b.until("land on the dependency", `document.querySelector("#task-id").textContent === "`+first.ID+`" && document.querySelector("#task-deps").hidden`)
+	// Cancelling the dependency cancels the waiting task, which says why.
+	if st := a.call(http.MethodPost, "/v1/tasks/"+first.ID+"/cancel", adminKey, "", nil, nil); st != http.StatusOK {
+		t.Fatalf("cancel: %d", st)
+	}
+	b.goTo("#/tasks/" + waiting.ID)
+	b.until("see it cancelled with its dependency", `document.querySelector("#task-state").dataset.state === "cancelled" &&
+		document.querySelector("#task-error-code") !== null && document.querySelector("#task-error-code").textContent === "dependency_failed"`)
+
+	b.do("open the schedules view", chromedp.Click(chromedp.ID("nav-schedules")),
+		chromedp.WaitVisible(chromedp.CSS(`#schedules-table tr[data-schedule="every.second"][data-paused="false"]`)))
+	if n := eval[int](b, `document.querySelectorAll('#schedules-table tr[data-schedule="every.second"] td.next div').length`); n != 3 {
+		t.Errorf("next fire times shown = %d, want 3", n)
+	}
+	b.do("show its runs", chromedp.Click(chromedp.CSS(`#schedules-table tr[data-schedule="every.second"] button[data-action="runs"]`)))
+	b.until("see a run with its state", `document.querySelector("#schedule-runs-name").textContent === "every.second" &&
+		document.querySelector("#schedule-runs-table tbody tr .state") !== null`)
+
+	b.do("pause it", chromedp.Click(chromedp.CSS(`#schedules-table tr[data-schedule="every.second"] button[data-action="pause"]`)))
+	b.until("see it paused", `document.querySelector('#schedules-table tr[data-schedule="every.second"][data-paused="true"]') !== null`)
+	var sched struct{ Paused bool }
+	a.call(http.MethodGet, "/v1/admin/schedules/every.second", adminKey, "", nil, &sched)
+	if !sched.Paused {
+		t.Error("the API says the schedule is not paused after Pause")
+	}
+	b.do("resume it", chromedp.Click(chromedp.CSS(`#schedules-table tr[data-schedule="every.second"] button[data-action="resume"]`)))
+	b.until("see it active", `document.querySelector('#schedules-table tr[data-schedule="every.second"][data-paused="false"]') !== null`)
+	a.call(http.MethodGet, "/v1/admin/schedules/every.second", adminKey, "", nil, &sched)
+	if sched.Paused {
+		t.Error("the API says the schedule is paused after Resume")
+	}
+	if problems := b.consoleProblems(); len(problems) > 0 {
+		t.Errorf("console problems: %v", problems)
+	}
+}

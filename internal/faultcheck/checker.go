@@ -60,6 +60,9 @@ type CheckInput struct {
 	// Schedules are the periodic schedules the run fired (the schedules
 	// scenario), with their tasks.
 	Schedules []ScheduleView
+	// Dependencies are the dependency graphs the run submitted (the
+	// dependencies scenario), with their tasks.
+	Dependencies *DependencyView
 }
 
 // Anomaly kinds: each breaks a guarantee and fails the run.
@@ -87,12 +90,21 @@ const (
 	// AnomalyScheduleMissed: a schedule made no task for a fire time
 	// while a node and the database were up.
 	AnomalyScheduleMissed = "schedule_missed"
+	// AnomalyDependencyEarly: a dependent started before all its
+	// dependencies succeeded (ended, for one that runs anyway), or ran
+	// though one failed.
+	AnomalyDependencyEarly = "dependency_started_early"
+	// AnomalyDependencyWaiting: a dependent still waiting (or live) once
+	// its dependencies are terminal, or ended otherwise than with
+	// dependency_failed after one did not succeed.
+	AnomalyDependencyWaiting = "dependency_left_waiting"
 )
 
 // anomalyKinds in the order reports print them.
 var anomalyKinds = []string{AnomalyLost, AnomalyDuplicated, AnomalyOverwritten, AnomalyStuck,
 	AnomalyLifecycle, AnomalyAdmission, AnomalyExecutions, AnomalyFence, AnomalyViews, AnomalyReplay, AnomalyLogLeak, AnomalyReservation,
-	AnomalyOutcomeLost, AnomalyCharged, AnomalyClaimLost, AnomalyNotRerun, AnomalyScheduleTwice, AnomalyScheduleMissed}
+	AnomalyOutcomeLost, AnomalyCharged, AnomalyClaimLost, AnomalyNotRerun, AnomalyScheduleTwice, AnomalyScheduleMissed,
+	AnomalyDependencyEarly, AnomalyDependencyWaiting}
 
 // Result is the checker's verdict on one run.
 type Result struct {
@@ -158,7 +170,14 @@ type Result struct {
 	// ScheduleFireTimes counts the fire times of the run's schedules in
 	// their windows; ScheduleFired those that made a task.
 	ScheduleFireTimes int `json:"schedule_fire_times,omitempty"`
-	ScheduleFired     int `json:"schedule_fired,omitempty"`
+	// DependencyGraphs counts the graphs the dependencies scenario
+	// admitted, Dependents the tasks with dependencies it checked.
+	DependencyGraphs int `json:"dependency_graphs,omitempty"`
+	Dependents       int `json:"dependents,omitempty"`
+	// DependentsFailed counts the dependents that ended with
+	// dependency_failed.
+	DependentsFailed int `json:"dependents_failed,omitempty"`
+	ScheduleFired    int `json:"schedule_fired,omitempty"`
 
 	// Anomalies counts each kind (see Anomaly*); Examples gives a few of
 	// each, with task IDs.
@@ -213,6 +232,7 @@ var passes = []pass{
 	checkClaimsRun,
 	checkReleases,
 	checkSchedules,
+	checkDependencies,
 }
 
 // Check judges a run: the history of calls against what the database holds

@@ -121,9 +121,15 @@ func (r *rig) exercise(ctx context.Context) error {
 			return fmt.Errorf("read the schedules: %w", err)
 		}
 	}
+	var deps *DependencyView
+	if sc, ok := r.sc.(dependencyScenario); ok {
+		if deps, err = sc.collectDependencies(ctx, r, st); err != nil {
+			return fmt.Errorf("read the dependency graphs: %w", err)
+		}
+	}
 	r.rep.Result = Check(&CheckInput{Ops: ops, Snapshot: Snapshot{Store: db, API: api}, Execs: execs,
 		Limits: r.limits, NodesStayUp: r.stayUp, Logs: logs, UnfinishedAtDrain: r.unfinished, DrainTimeout: r.opts.DrainTimeout, TenantInFlight: inFlight,
-		Schedules: scheds})
+		Schedules: scheds, Dependencies: deps})
 	verdict := "no anomaly"
 	if n := r.rep.Result.AnomalyCount(); n > 0 {
 		verdict = fmt.Sprintf("%d ANOMALIES", n)
@@ -136,6 +142,12 @@ func (r *rig) exercise(ctx context.Context) error {
 // drain it stops them and reads what they made, for checkSchedules.
 type scheduleScenario interface {
 	collectSchedules(ctx context.Context, r *rig, st store.Store) ([]ScheduleView, error)
+}
+
+// dependencyScenario is a scenario that submits dependency graphs: after
+// the drain it reads them, for checkDependencies.
+type dependencyScenario interface {
+	collectDependencies(ctx context.Context, r *rig, st store.Store) (*DependencyView, error)
 }
 
 // heal ends every fault: the scenario's own first (PostgreSQL started,

@@ -101,6 +101,10 @@ func WriteText(w io.Writer, reports []*Report) {
 			row("schedules", "%d fire times, %d with their task · fired twice %d · missed while up %d",
 				res.ScheduleFireTimes, res.ScheduleFired, res.Anomalies[AnomalyScheduleTwice], res.Anomalies[AnomalyScheduleMissed])
 		}
+		if res.DependencyGraphs > 0 {
+			row("dependencies", "%d graphs, %d dependents checked (%d ended dependency_failed) · started early %d · left waiting %d",
+				res.DependencyGraphs, res.Dependents, res.DependentsFailed, res.Anomalies[AnomalyDependencyEarly], res.Anomalies[AnomalyDependencyWaiting])
+		}
 		for _, f := range res.Findings {
 			row("FINDING", "%s", f)
 		}

@@ -53,6 +53,7 @@ var scenarios = []func() Scenario{
 	newSigterm,
 	newSchedules,
 	newRemote,
+	newDependencies,
 }
 
 // ScenarioAll selects every scenario.

@@ -36,6 +36,7 @@ var statusOf = map[dockettype.Code]int{
 	dockettype.CodeStoreUnavailable:     http.StatusServiceUnavailable,
 	dockettype.CodeStoreCorrupt:         http.StatusServiceUnavailable,
 	dockettype.CodeWritesFailing:        http.StatusServiceUnavailable,
+	dockettype.CodeInvalidDependency:    http.StatusBadRequest,
 }
 
 type errorBody struct {

@@ -201,7 +201,15 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	created.wantStatus(t, http.StatusCreated)
 	var workerKey struct{ Key string }
 	created.decode(t, &workerKey)
-	remoteTask := mustSubmit(t, s.URL, s.Key, "remote-1", `{"workflow":"images.resize","input":{"w":640}}`)
+	// The remote task depends on a task that has succeeded (read back by
+	// the worker below); a dependency the tenant does not have is refused.
+	upstream := mustSubmit(t, s.URL, s.Key, "upstream-1", `{"workflow":"demo.echo","input":{"w":320}}`)
+	if got := do(get("/v1/tasks/"+upstream.ID+"?wait=10s", s.Key), valid).task(t); got.State != dockettype.StateSucceeded {
+		t.Fatalf("upstream task is %s, want succeeded", got.State)
+	}
+	do(submitReq(s.Key, "remote-0", `{"workflow":"images.resize","depends_on":["01900000-0000-7000-8000-000000000000"]}`), valid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidDependency)
+	remoteTask := mustSubmit(t, s.URL, s.Key, "remote-1", `{"workflow":"images.resize","input":{"w":640},"depends_on":["`+upstream.ID+`"]}`)
 	claimed := do(post("/v1/worker/claim", workerKey.Key, `{"workflows":["images.resize"],"max":2,"wait_ms":5000,"worker_id":"flow-1","slots":2,"sdk":"test/1"}`), valid)
 	claimed.wantStatus(t, http.StatusOK)
 	var claim struct {
@@ -228,6 +236,12 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	if !strings.Contains(string(beat.body), `"status":"ok"`) || !strings.Contains(string(beat.body), `"status":"lease_lost"`) {
 		t.Errorf("heartbeat = %s, want ok for the lease and lease_lost for the forged one", beat.body)
 	}
+	deps := do(post("/v1/worker/dependencies", workerKey.Key, `{"lease":"`+lease+`"}`), valid)
+	deps.wantStatus(t, http.StatusOK)
+	if want := `{"status":"ok","dependencies":[{"id":"` + upstream.ID + `","state":"succeeded","result":{"w":320},"error":null}]}`; strings.TrimSpace(string(deps.body)) != want {
+		t.Errorf("dependencies = %s, want %s", deps.body, want)
+	}
+	do(post("/v1/worker/dependencies", workerKey.Key, `{"lease":"dkl1.forged"}`), valid).wantStatus(t, http.StatusOK)
 	do(post("/v1/worker/evidence", workerKey.Key, `{"items":[{"lease":"`+lease+`","kind":"size","body":{"w":640}}]}`), valid).wantStatus(t, http.StatusOK)
 	do(post("/v1/worker/finish", workerKey.Key, `{"items":[{"lease":"`+lease+`","outcome":"failed"}]}`), valid).
 		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)

@@ -22,6 +22,7 @@ import (
 var submitFields = map[string]bool{
 	"workflow": true, "input": true, "pool": true,
 	"timeout_ms": true, "priority": true, "max_attempts": true, "run_at": true,
+	"depends_on": true, "on_dependency_failure": true,
 }
 
 // readBody reads the whole request body, bounded by the server's limit.
@@ -145,6 +146,8 @@ func submissionOf(raw map[string]json.RawMessage, maxTimeout time.Duration) (*qu
 		{"priority", &req.Priority, "an integer"},
 		{"max_attempts", &req.MaxAttempts, "an integer"},
 		{"run_at", &runAt, "an RFC 3339 time"},
+		{"depends_on", &req.DependsOn, "an array of task IDs (in a batch, also idempotency keys of earlier items)"},
+		{"on_dependency_failure", &req.OnDependencyFailure, `"fail" or "run"`},
 	}
 	for _, f := range fields {
 		v, ok := raw[f.name]

@@ -22,6 +22,7 @@ type RemoteWorkers interface {
 	FinishRemote(ctx context.Context, w *queue.RemoteWorker, items []queue.RemoteOutcome) ([]queue.LeaseStatus, error)
 	WriteRemoteEvidence(ctx context.Context, w *queue.RemoteWorker, items []queue.RemoteEvidence) ([]queue.LeaseStatus, error)
 	ReleaseRemote(ctx context.Context, w *queue.RemoteWorker, leases []string) ([]queue.LeaseStatus, error)
+	RemoteDependencies(ctx context.Context, w *queue.RemoteWorker, lease string) ([]dockettype.DependencyResult, queue.LeaseStatus, error)
 }
 
 // workerRoutes are the routes of the worker API, when enabled.
@@ -35,6 +36,7 @@ func (s *server) workerRoutes() []route {
 		{http.MethodPost, workerPrefix + "finish", s.workerKey(s.workerFinish)},
 		{http.MethodPost, workerPrefix + "evidence", s.workerKey(s.workerEvidence)},
 		{http.MethodPost, workerPrefix + "release", s.workerKey(s.workerRelease)},
+		{http.MethodPost, workerPrefix + "dependencies", s.workerKey(s.workerDependencies)},
 	}
 }
 
@@ -383,4 +385,40 @@ func (s *server) workerEvidence(w http.ResponseWriter, r *http.Request, p docket
 		return
 	}
 	answerItems(w, r, leases, st)
+}
+
+// Dependencies bodies.
+var dependenciesFields = map[string]bool{"lease": true, "worker_id": true}
+
+type dependenciesBody struct {
+	Lease    string `json:"lease"`
+	WorkerID string `json:"worker_id"`
+}
+
+type dependenciesAnswer struct {
+	Status       queue.LeaseStatus             `json:"status"`
+	Dependencies []dockettype.DependencyResult `json:"dependencies"`
+}
+
+// workerDependencies serves POST /v1/worker/dependencies: the outcome of
+// each task the leased task depends on.
+func (s *server) workerDependencies(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+	var body dependenciesBody
+	if _, err := s.decodeWorkerBody(w, r, dependenciesFields, s.maxBody, &body); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if body.Lease == "" {
+		writeError(w, r, invalidRequest(`"lease" is required`))
+		return
+	}
+	deps, status, err := s.remote.RemoteDependencies(r.Context(), workerOf(p, body.WorkerID, "", 0), body.Lease)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if deps == nil {
+		deps = []dockettype.DependencyResult{}
+	}
+	writeJSON(w, r, http.StatusOK, dependenciesAnswer{Status: status, Dependencies: deps})
 }

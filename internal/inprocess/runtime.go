@@ -86,6 +86,7 @@ func (r *Runtime) Run(ctx context.Context, inv *queue.Invocation) (json.RawMessa
 		ConfigVersion: inv.Task.ConfigVersion,
 		TraceID:       inv.Task.TraceID,
 		Evidence:      inv.Evidence,
+		Dependencies:  inv.Dependencies,
 	})
 	return def.Run(ctx, b, inv.Input)
 }

@@ -119,6 +119,7 @@ type remoteStore interface {
 	store.Finisher
 	store.LeaseKeeper
 	leaseKeyStore
+	dependencyReader
 	GetTask(ctx context.Context, params *store.GetTaskParams) (*dockettype.Task, error)
 }
 

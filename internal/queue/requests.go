@@ -21,6 +21,14 @@ type SubmitRequest struct {
 	// RunAt, when set, is the earliest time the task starts; its deadline
 	// counts from then. Zero (or a time already past): at once.
 	RunAt time.Time
+	// DependsOn are the tasks this one waits for: IDs of the tenant's
+	// tasks, or, in a batch, the idempotency keys of earlier items. The
+	// task stays queued (waiting_on "dependencies") until all succeeded.
+	DependsOn []string
+	// OnDependencyFailure is "fail" (the default: end failed with
+	// dependency_failed) or "run" (run anyway) when a dependency fails,
+	// times out or is cancelled.
+	OnDependencyFailure string
 }
 
 // SubmitResult is an admitted (or replayed) task.

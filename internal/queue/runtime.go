@@ -40,6 +40,14 @@ type Invocation struct {
 	Task     dockettype.Task // a copy of the claimed row (attempt, lease epoch, deadline, …)
 	Input    json.RawMessage
 	Evidence EvidenceWriter // fenced by the attempt's lease
+	// Dependencies reads the outcome of the tasks it depends on.
+	Dependencies DependencyResultReader
+}
+
+// DependencyResultReader reads the outcome of the tasks a task depends on
+// (fan-in).
+type DependencyResultReader interface {
+	DependencyResults(ctx context.Context) ([]dockettype.DependencyResult, error)
 }
 
 // EvidenceWriter writes evidence under the attempt's lease.

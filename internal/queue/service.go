@@ -26,6 +26,8 @@ type Store interface {
 	ListTasks(ctx context.Context, params *store.ListTasksParams) ([]*dockettype.Task, error)
 	ListEvents(ctx context.Context, params *store.GetTaskParams) ([]dockettype.Event, error)
 	ListEvidence(ctx context.Context, params *store.GetTaskParams) ([]dockettype.Evidence, error)
+	DependencyResults(ctx context.Context, params *store.GetTaskParams) ([]dockettype.DependencyResult, error)
+	TaskStates(ctx context.Context, params *store.TaskStatesParams) (map[string]dockettype.State, error)
 	Ping(ctx context.Context) error
 	Fork(name string, opts store.ForkOptions) (store.Store, error)
 	store.Schedules

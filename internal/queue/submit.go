@@ -34,6 +34,9 @@ func (s *Service) Submit(ctx context.Context, p dockettype.Principal, req *Submi
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkDependencies(ctx, p.Tenant, []*store.AdmitItem{item}); err != nil {
+		return nil, err
+	}
 	out, err := s.admit(ctx, []*store.AdmitItem{item})
 	if err != nil {
 		return nil, err
@@ -80,6 +83,9 @@ func (s *Service) admit(ctx context.Context, items []*store.AdmitItem) ([]BatchR
 		case store.StorageQuotaExceeded:
 			o.Err = s.reject(dockettype.CodeStorageQuotaExceeded,
 				"the tenant's storage quota is reached: finished tasks free it when retention deletes them", s.cfg.CleanerInterval)
+		case store.DependencyNotFound:
+			o.Err = s.reject(dockettype.CodeInvalidDependency,
+				"a task it depends on is not a task of this tenant, or an earlier item it names was not admitted", 0)
 		default:
 			return nil, s.reject(dockettype.CodeInternal, "unexpected admission outcome", 0)
 		}
@@ -119,6 +125,9 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 	}
 	if req.MaxAttempts < 0 || req.MaxAttempts > s.cfg.MaxAttemptsLimit {
 		return nil, invalid(fmt.Sprintf("max_attempts must be between 1 and %d (0 or absent: the default)", s.cfg.MaxAttemptsLimit))
+	}
+	if err := validDependencies(req); err != nil {
+		return nil, invalid(err.Error())
 	}
 	input := []byte("null")
 	if len(req.Input) > 0 {
@@ -195,6 +204,9 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		Queue:          queue,
 		PoolCapacity:   s.cfg.pool(pool).Capacity,
 		StorageQuota:   s.cfg.StorageQuota,
+		DependsOn:      req.DependsOn, // a batch resolves its keys (resolveBatchDependencies)
+
+		RunOnDependencyFailure: req.OnDependencyFailure == OnDependencyFailureRun,
 	}, nil
 }
 
@@ -218,6 +230,13 @@ func requestHash(req *SubmitRequest, compactInput []byte) string {
 		// Only when set, so that the hash of a request without run_at is
 		// the one earlier versions stored.
 		field([]byte("run_at=" + req.RunAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)))
+	}
+	if len(req.DependsOn) > 0 || req.OnDependencyFailure != "" {
+		// Only when set, as run_at.
+		field([]byte("on_dependency_failure=" + req.OnDependencyFailure))
+		for _, d := range req.DependsOn {
+			field([]byte(d))
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

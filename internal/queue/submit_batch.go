@@ -31,7 +31,8 @@ type BatchResult struct {
 // (see admitter), in one store transaction that may carry concurrent
 // submissions too: when the store fails, SubmitBatch returns
 // store_unavailable and nothing of the batch was admitted. Other errors concern the whole call (no principal, no
-// items, too many) and are *dockettype.Error values.
+// items, too many; a depends_on that names an unknown task, a later item
+// or makes a cycle: invalid_dependency) and are *dockettype.Error values.
 func (s *Service) SubmitBatch(ctx context.Context, p dockettype.Principal, reqs []*SubmitRequest) ([]BatchResult, error) {
 	if p.Tenant == "" || p.Name == "" {
 		return nil, s.reject(dockettype.CodeUnauthenticated, "no authenticated principal", 0)
@@ -63,6 +64,12 @@ func (s *Service) SubmitBatch(ctx context.Context, p dockettype.Principal, reqs 
 	}
 	if len(items) == 0 {
 		return out, nil
+	}
+	if err := s.resolveBatchDependencies(reqs, items, at); err != nil {
+		return nil, err
+	}
+	if err := s.checkDependencies(ctx, p.Tenant, items); err != nil {
+		return nil, err
 	}
 	res, err := s.admit(ctx, items)
 	if err != nil {

@@ -25,7 +25,7 @@ type worker struct {
 	baseService
 	pool      dockettype.Pool
 	runtime   Runtime
-	evidence  evidenceAppender
+	evidence  runStore
 	leases    *leaseRegistry
 	completer *completer
 	metrics   *metrics.Metrics
@@ -43,7 +43,7 @@ type workerConfig struct {
 	MaxResultBytes   int
 }
 
-func newWorker(base baseService, pool dockettype.Pool, rt Runtime, ev evidenceAppender, leases *leaseRegistry,
+func newWorker(base baseService, pool dockettype.Pool, rt Runtime, ev runStore, leases *leaseRegistry,
 	c *completer, m *metrics.Metrics, cfg workerConfig, sig *testSignals) *worker {
 	return &worker{
 		baseService: base,
@@ -136,6 +136,8 @@ func (w *worker) invoke(ctx context.Context, c *store.ClaimedTask) (result json.
 		Task:     *c.Task,
 		Input:    json.RawMessage(c.Input),
 		Evidence: newFencedEvidence(w.baseService, w.evidence, w.metrics, c.Lease(), w.cfg.QueryTimeout),
+		Dependencies: &storedDependencies{store: w.evidence, tenant: c.Task.Tenant, taskID: c.Task.ID,
+			queryTimeout: w.cfg.QueryTimeout},
 	}
 	result, err = w.runtime.Run(ctx, inv)
 	if err == nil && result != nil && !json.Valid(result) {

@@ -127,14 +127,29 @@ type Reader interface {
 	ListTasks(ctx context.Context, params *ListTasksParams) ([]*dockettype.Task, error)
 	ListEvents(ctx context.Context, params *GetTaskParams) ([]dockettype.Event, error)
 	ListEvidence(ctx context.Context, params *GetTaskParams) ([]dockettype.Evidence, error)
+	// DependencyResults returns the outcome of each task the tenant's task
+	// depends on, in the order given at submission (none when it has no
+	// dependencies; ErrNotFound for another tenant's task).
+	DependencyResults(ctx context.Context, params *GetTaskParams) ([]dockettype.DependencyResult, error)
+	// TaskStates returns the state of each of the tenant's tasks among
+	// IDs; an ID absent from the answer is not a task of the tenant.
+	TaskStates(ctx context.Context, params *TaskStatesParams) (map[string]dockettype.State, error)
+}
+
+// TaskStatesParams names some of a tenant's tasks.
+type TaskStatesParams struct {
+	Tenant string
+	IDs    []string
 }
 
 // Cleaner deletes finished work past its retention.
 type Cleaner interface {
 	// DeleteFinished deletes up to Limit tasks that became terminal before
 	// Before, oldest first, with their input, events, evidence and
-	// idempotency binding (the key can then be used again). It returns how
-	// many tasks it deleted; fewer than Limit means none are left.
+	// idempotency binding (the key can then be used again), except a task
+	// that a live (queued or running) task depends on: it stays until its
+	// dependents have finished. It returns how many tasks it deleted;
+	// fewer than Limit means none are left.
 	DeleteFinished(ctx context.Context, params *DeleteFinishedParams) (int, error)
 }
 
@@ -235,6 +250,15 @@ type AdmitItem struct {
 	Queue Queue
 
 	PoolCapacity int // most non-terminal tasks in Pool; <= 0 means unlimited
+
+	// DependsOn are the tasks this one waits for: IDs of the tenant's
+	// tasks, or the TaskID of an earlier item of the same Admit call (it
+	// names the task that item is answered with, new or replayed). The
+	// task stays queued until every one has succeeded.
+	DependsOn []string
+	// RunOnDependencyFailure: run anyway when a dependency fails, times
+	// out or is cancelled, instead of ending failed (dependency_failed).
+	RunOnDependencyFailure bool
 	// StorageQuota is the tenant's storage quota in bytes when its row sets
 	// none (the server's default); <= 0 means unlimited. The item is
 	// refused (StorageQuotaExceeded) when its input would take the bytes
@@ -269,6 +293,10 @@ const (
 	QueueFull                                    // pool capacity reached
 	TenantQuotaExceeded                          // tenant in-flight limit reached
 	StorageQuotaExceeded                         // the input would take the tenant's stored bytes over its quota
+	// DependencyNotFound: a dependency is not a task of the item's tenant
+	// (or an earlier item it names was not admitted); nothing is written
+	// for the item.
+	DependencyNotFound
 )
 
 func (o AdmitOutcome) String() string {
@@ -285,6 +313,8 @@ func (o AdmitOutcome) String() string {
 		return "tenant_quota_exceeded"
 	case StorageQuotaExceeded:
 		return "storage_quota_exceeded"
+	case DependencyNotFound:
+		return "dependency_not_found"
 	}
 	return "unknown"
 }

@@ -18,12 +18,13 @@ import { home, register, route, showView } from "./router.js";
 import { forgetKey, keepKey, session, storedKey } from "./session.js";
 import { admin } from "./view_admin.js";
 import { overview } from "./view_overview.js";
+import { schedules } from "./view_schedules.js";
 import { task } from "./view_task.js";
 import { tasks } from "./view_tasks.js";
 import { workers } from "./view_workers.js";
 import { workflows } from "./view_workflows.js";
 
-const views = [overview, tasks, task, workflows, workers, admin];
+const views = [overview, tasks, task, workflows, workers, schedules, admin];
 
 // detectRole checks the key (a one-task list) and its role: the admin API
 // answers 403 to a member key.

@@ -5,9 +5,10 @@ import { api, APIError } from "./api.js";
 import { $, el, flash, say, show } from "./dom.js";
 import { fmtTime, fmtValue, stateBadge, taskDuration, TERMINAL } from "./format.js";
 import { every, navigation, stopIf } from "./refresh.js";
-import { showing } from "./router.js";
+import { showing, taskHref } from "./router.js";
 
 const EVERY_MS = 2000;
+const DEPS_SHOWN = 50; // dependency links listed; the rest are counted
 
 let taskId = null; // the task on screen
 
@@ -26,7 +27,8 @@ export const task = {
       say($("task-cancel-answer"), "");
       $("task-id").textContent = id;
       $("task-state").replaceChildren();
-      for (const n of ["task-fields", "task-outcome", "task-timeline"]) $(n).replaceChildren();
+      for (const n of ["task-fields", "task-outcome", "task-timeline", "task-depends-on"]) $(n).replaceChildren();
+      show($("task-deps"), false);
       $("task-evidence").tHead.replaceChildren();
       $("task-evidence").tBodies[0].replaceChildren();
     }
@@ -82,10 +84,12 @@ function renderTask(t) {
     ["tenant", t.tenant], ["author", t.author], ["workflow", t.workflow], ["pool", t.pool],
     ["attempt", t.attempt + " of " + t.max_attempts], ["priority", t.priority],
     ["created", fmtTime(t.created_at)], ["run at", t.run_at ? fmtTime(t.run_at) : "at once"],
+    ["waiting on", t.waiting_on || "—"],
     ["started", fmtTime(t.started_at)], ["finished", fmtTime(t.finished_at)], ["duration", taskDuration(t, Date.now())],
     ["deadline", fmtTime(t.deadline_at)], ["trace ID", t.trace_id], ["rule set", t.config_version || "—"],
   ];
   $("task-fields").replaceChildren(...fields.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: fmtValue(v) })]));
+  renderDeps(t.depends_on || []);
   const out = $("task-outcome");
   if (t.error) {
     out.replaceChildren(
@@ -97,6 +101,14 @@ function renderTask(t) {
   } else {
     out.replaceChildren(el("p", { class: "muted", text: TERMINAL.has(t.state) ? "No result." : "Not finished yet." }));
   }
+}
+
+// renderDeps links the tasks this one depends on.
+function renderDeps(ids) {
+  const items = ids.slice(0, DEPS_SHOWN).map((id) => el("li", {}, el("a", { class: "mono", href: taskHref(id), text: id })));
+  if (ids.length > DEPS_SHOWN) items.push(el("li", { class: "muted", text: "and " + (ids.length - DEPS_SHOWN) + " more" }));
+  $("task-depends-on").replaceChildren(...items);
+  show($("task-deps"), ids.length > 0);
 }
 
 function renderTimeline(events) {

@@ -98,6 +98,15 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 		return nil, nil, err
 	}
 
+	// The tasks the candidates depend on are read (and locked) before the
+	// gates: a transaction ending a task locks its row before any counter.
+	var deps *admissionDeps
+	if hasDeps(items) {
+		if deps, err = readDeps(tx, items, func(i int) bool { _, ok := bound[keyOf(items[i])]; return !ok }); err != nil {
+			return nil, nil, err
+		}
+	}
+
 	// The candidates: items whose key is not bound yet.
 	var pools []dockettype.Pool
 	var tenants []string
@@ -133,9 +142,15 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 		}
 	}
 
-	admitted := decide(items, bound, gates, out, names)
+	admitted := decide(items, bound, gates, deps, out, names)
 	if admitted, err = bind(tx, items, admitted, out, names, p.Now); err != nil {
 		return nil, nil, err
+	}
+	var plan *dependencyPlan
+	if deps != nil {
+		if plan, err = planDeps(tx, items, admitted, names, deps); err != nil {
+			return nil, nil, err
+		}
 	}
 
 	c := newChanges()
@@ -151,11 +166,14 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 			tenant.bytes += it.InputBytes()
 			inFlight[counterKey{ScopePool, string(it.Pool)}], inFlight[counterKey{ScopeTenant, it.Tenant}] = pool, tenant
 			c.event(it.TaskID, "", dockettype.StateQueued, 0, "")
-			if !delayed(it, p) {
+			if !delayed(it, p) && !plan.waiting(it.TaskID) {
 				c.ready(it.QueueOf(), it.Tenant, 1)
 			}
 		}
 		if err := tx.InsertTasks(newTasks, p.Now); err != nil {
+			return nil, nil, err
+		}
+		if err := plan.write(tx, c, p.Now); err != nil {
 			return nil, nil, err
 		}
 		// The tasks are rows no other transaction sees before the commit:
@@ -191,8 +209,16 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 		case id == "":
 		case out[i].Outcome == store.Admitted:
 			out[i].Task = newTask(items[i], p.Now)
+			plan.answer(out[i].Task, i, p.Now)
 		default:
 			ids = append(ids, id)
+		}
+	}
+	if plan.cascaded() {
+		// A dependency had already failed: the tasks it ended (and theirs
+		// in the batch) are answered as they now are.
+		if err := plan.reread(tx, out); err != nil {
+			return nil, nil, err
 		}
 	}
 	if len(ids) == 0 {
@@ -227,7 +253,7 @@ func keyOf(it *store.AdmitItem) TenantKey { return TenantKey{it.Tenant, it.Idemp
 // decide answers items in order: a bound key as a replay or conflict, a key
 // seen earlier in the batch like a binding would, the rest against gates,
 // which it counts up. It returns the indexes of the items it admitted.
-func decide(items []*store.AdmitItem, bound map[TenantKey]Binding, gates *Gates,
+func decide(items []*store.AdmitItem, bound map[TenantKey]Binding, gates *Gates, deps *admissionDeps,
 	out []store.AdmitResult, names []string) []int {
 	byKey := map[TenantKey]int{} // key → index of the item that admitted it
 	var admitted []int
@@ -239,6 +265,10 @@ func decide(items []*store.AdmitItem, bound map[TenantKey]Binding, gates *Gates,
 		}
 		if j, ok := byKey[k]; ok {
 			out[i], names[i] = answerFromBinding(Binding{RequestHash: items[j].RequestHash, TaskID: items[j].TaskID}, it)
+			continue
+		}
+		if deps != nil && len(it.DependsOn) > 0 && (deps.refused(items, i) || deps.batchRefused(i, out)) {
+			out[i] = store.AdmitResult{Outcome: store.DependencyNotFound}
 			continue
 		}
 		if o := take(gates, it); o != store.Admitted {

@@ -42,6 +42,7 @@ type Tx interface {
 	admitSteps
 	claimSteps
 	transitionSteps
+	dependencySteps
 
 	// AddInFlight adds to the in-flight counters and to the tenants'
 	// stored bytes (the same rows). Admission adds to the gate slots it
@@ -144,6 +145,59 @@ type transitionSteps interface {
 	// evidence and idempotency binding, and returns the bytes of inputs,
 	// results and evidence it deleted, per tenant.
 	DeleteTasks(ids []string) (map[string]int64, error)
+}
+
+type dependencySteps interface {
+	// MarkDependencies reads the tasks among ids (any tenant), live or
+	// terminal, and marks the live ones as having dependents, locking them
+	// in ID order: a transaction ending one of them after this one commits
+	// sees the dependents this one writes.
+	MarkDependencies(ids []string) (map[string]DependencyRow, error)
+	// InsertDependencies writes the edges, makes each of waits wait (its
+	// pending count and policy, and a run_after no promotion reaches), and
+	// marks the new tasks among depended as having dependents.
+	InsertDependencies(edges []Edge, waits []Wait, depended []string) error
+	// Dependents returns, one row per edge, the live tasks still waiting
+	// on any of ids, locked in task ID order.
+	Dependents(ids []string) ([]Dependent, error)
+	// Release lowers each row's task's pending count by N; a task whose
+	// count reaches zero stops waiting: its run_after becomes its run_at
+	// when that is after now, else NULL (ready). It returns the tasks that
+	// stopped waiting (Ready: ready now).
+	Release(rows []Release, now time.Time) ([]Moved, error)
+}
+
+// DependencyRow is a task named as a dependency.
+type DependencyRow struct {
+	Tenant string
+	State  dockettype.State
+}
+
+// Edge says that TaskID depends on DependsOn; Ord is its place in the
+// dependent's list.
+type Edge struct {
+	DependsOn, TaskID string
+	Ord               int
+}
+
+// Wait makes a newly admitted task wait for Pending dependencies.
+type Wait struct {
+	TaskID  string
+	Pending int
+	Run     bool // on_dependency_failure "run"
+}
+
+// Dependent is a waiting task found through one of its edges.
+type Dependent struct {
+	TaskID, DependsOn string
+	Epoch             int64
+	Run               bool
+}
+
+// Release resolves N of a waiting task's dependencies.
+type Release struct {
+	TaskID string
+	N      int
 }
 
 // TenantKey is an idempotency key of a tenant.
@@ -251,5 +305,7 @@ type Moved struct {
 	Queue  store.Queue // its pool is Queue.Pool()
 	From   dockettype.State
 	Epoch  int64 // the epoch after the change
-	Ready  bool  // End: it was ready (queued, not delayed); Requeue: it is ready now
+	Ready  bool  // End: it was ready (queued, not delayed); Requeue, Release: it is ready now
+	// HasDependents (End): some task depends on this one.
+	HasDependents bool
 }

@@ -83,6 +83,9 @@ func finish(tx Tx, p *store.FinishParams) ([]store.FinishResult, error) {
 			c.stored(m.Tenant, int64(len(e.Result)))
 			applied[m.TaskID] = e.To
 		}
+		if err := settleDependents(tx, c, endedOf(moved, func(m Moved) dockettype.State { return byID[m.TaskID].To }), p.Now); err != nil {
+			return nil, err
+		}
 	}
 	if len(requeues) > 0 {
 		moved, err := tx.Requeue(requeues, p.Now)

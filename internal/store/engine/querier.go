@@ -58,6 +58,8 @@ type Dialect struct {
 	// Fires is the condition of a schedule that fires (not paused), as
 	// the partial index schedules_due spells it.
 	Fires string
+	// IDsOf is a subquery of the strings of $1, a JSON array as text.
+	IDsOf string
 }
 
 // Busy makes the failure of a wait for a connection of a backend's pool

@@ -16,7 +16,14 @@ const DefaultListLimit = 50
 // GetTask reads one of the tenant's tasks.
 func (s *Store) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettype.Task, error) {
 	return read(ctx, s.b, "get_task", func(q Querier) (*dockettype.Task, error) {
-		return one(q, scanTask, TaskSelect(true)+" WHERE t.id = $1 AND t.tenant = $2", p.TaskID, p.Tenant)
+		t, err := one(q, scanTask, TaskSelect(true)+" WHERE t.id = $1 AND t.tenant = $2", p.TaskID, p.Tenant)
+		if err != nil {
+			return nil, err
+		}
+		if t.DependsOn, err = dependsOn(q, t.ID); err != nil {
+			return nil, err
+		}
+		return t, nil
 	})
 }
 

@@ -10,7 +10,7 @@ func taskColumns(result string) string {
 	coalesce(q.attempt, r.attempt), t.max_attempts, coalesce(q.lease_epoch, r.lease_epoch),
 	t.deadline_at, t.created_at, t.run_at, coalesce(q.started_at, r.started_at), r.finished_at,
 	t.trace_id, t.config_version, ` + result + `, coalesce(r.error_code, q.error_code),
-	coalesce(r.error_message, q.error_message)`
+	coalesce(r.error_message, q.error_message), ` + waitingOnColumns
 }
 
 // TaskColumns are the columns of a task with its result (see ScanTask).
@@ -37,14 +37,17 @@ func ScanTask(r Row, extra ...any) (*dockettype.Task, error) {
 		pool, state string
 		result      []byte
 		code, msg   *string
+		waiting     waitingRow
 	)
 	dest := []any{&t.ID, &t.Tenant, &t.Author, &t.Workflow, &pool, &state, &t.Priority,
 		&t.Attempt, &t.MaxAttempts, &t.LeaseEpoch, At(&t.DeadlineAt), At(&t.CreatedAt), AtOrNil(&t.RunAt),
 		AtOrNil(&t.StartedAt), AtOrNil(&t.FinishedAt), &t.TraceID, &t.ConfigVersion, &result, &code, &msg}
+	dest = append(dest, waiting.dest()...)
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	t.Pool, t.State = dockettype.Pool(pool), dockettype.State(state)
+	t.WaitingOn = waitingOn(t.State, waiting)
 	if len(result) > 0 {
 		t.Result = result
 	}

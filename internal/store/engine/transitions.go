@@ -53,6 +53,9 @@ func (s *Store) RecoverLeases(ctx context.Context, p *store.RecoverLeasesParams)
 				res.Failed++
 				res.Recovered = append(res.Recovered, scanned[m.TaskID])
 			}
+			if err := settleDependents(tx, c, endedOf(moved, func(Moved) dockettype.State { return dockettype.StateFailed }), p.Now); err != nil {
+				return err
+			}
 		}
 		if len(requeues) > 0 {
 			moved, err := tx.Requeue(requeues, p.Now)
@@ -101,6 +104,9 @@ func (s *Store) ExpireTasks(ctx context.Context, p *store.ExpireTasksParams) ([]
 			c.ended(m, dockettype.StateTimedOut, dockettype.CodeDeadlineExceeded)
 			changed[m.TaskID] = true
 		}
+		if err := settleDependents(tx, c, endedOf(moved, func(Moved) dockettype.State { return dockettype.StateTimedOut }), p.Now); err != nil {
+			return err
+		}
 		for _, it := range p.Items {
 			if changed[it.TaskID] {
 				out = append(out, it)
@@ -142,6 +148,9 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Cance
 			}
 			c := newChanges()
 			c.ended(moved[0], dockettype.StateCancelled, dockettype.CodeCancelled)
+			if err := settleDependents(tx, c, endedOf(moved, func(Moved) dockettype.State { return dockettype.StateCancelled }), p.Now); err != nil {
+				return err
+			}
 			if err := c.flush(tx, p.Now); err != nil {
 				return err
 			}

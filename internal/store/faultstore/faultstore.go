@@ -216,6 +216,20 @@ func (s *Store) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]doc
 	return s.inner.ListEvidence(ctx, p)
 }
 
+func (s *Store) DependencyResults(ctx context.Context, p *store.GetTaskParams) ([]dockettype.DependencyResult, error) {
+	if err := s.before(ctx, "dependency_results"); err != nil {
+		return nil, err
+	}
+	return s.inner.DependencyResults(ctx, p)
+}
+
+func (s *Store) TaskStates(ctx context.Context, p *store.TaskStatesParams) (map[string]dockettype.State, error) {
+	if err := s.before(ctx, "task_states"); err != nil {
+		return nil, err
+	}
+	return s.inner.TaskStates(ctx, p)
+}
+
 func (s *Store) DeleteFinished(ctx context.Context, p *store.DeleteFinishedParams) (int, error) {
 	if err := s.before(ctx, "delete_finished"); err != nil {
 		return 0, err

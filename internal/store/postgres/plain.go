@@ -20,6 +20,7 @@ var dialect = &engine.Dialect{
 		WHERE (tq.queue = $1 OR tq.queue LIKE $2) AND tq.queued > 0`,
 	Now:   "SELECT clock_timestamp()",
 	Fires: "NOT paused",
+	IDsOf: "SELECT jsonb_array_elements_text($1::text::jsonb)",
 	// The table lock (which readers do not take) makes concurrent
 	// publishers number their versions one after the other.
 	LockRuleSets: "LOCK TABLE rule_sets IN SHARE ROW EXCLUSIVE MODE",

@@ -437,7 +437,7 @@ const endSQL = `WITH u AS (
 				AND (NOT u.deadline_due OR q.deadline_at <= $11) AND (NOT u.lease_due OR q.lease_expires_at <= $11)
 			RETURNING q.id, q.tenant, q.queue, q.state, q.attempt, q.started_at,
 				q.lease_epoch + CASE WHEN u.bump THEN 1 ELSE 0 END AS epoch,
-				q.state = 'queued' AND q.run_after IS NULL AS ready,
+				q.state = 'queued' AND q.run_after IS NULL AS ready, q.has_dependents,
 				u.to_state, u.code, u.message, u.result
 		), done AS (
 			INSERT INTO task_results (task_id, tenant, state, attempt, lease_epoch, started_at, finished_at,
@@ -445,7 +445,7 @@ const endSQL = `WITH u AS (
 			SELECT id, tenant, to_state, attempt, epoch, started_at, $11, result, nullif(code, ''), nullif(message, '')
 			FROM gone
 		)
-		SELECT id, tenant, queue, state, epoch, ready FROM gone`
+		SELECT id, tenant, queue, state, epoch, ready, has_dependents FROM gone`
 
 // End deletes the live rows that still match and writes their results, in
 // one statement.
@@ -466,7 +466,13 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 	if err != nil {
 		return nil, err
 	}
-	return collectMoved(res)
+	return pgx.CollectRows(res, func(r pgx.CollectableRow) (engine.Moved, error) {
+		var m engine.Moved
+		var queue, from string
+		err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready, &m.HasDependents)
+		m.Queue, m.From = store.Queue(queue), dockettype.State(from)
+		return m, err
+	})
 }
 
 // Requeue moves running tasks that still match back to queued.
@@ -602,7 +608,9 @@ func (t *txn) taskState(sql, tenant, id string) (dockettype.State, int64, bool, 
 // would sort them all, batch after batch). The rows it steps over are the
 // few old tasks that finished recently (long runs, far run_at, retries).
 func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
-	rows, err := t.query(`SELECT task_id FROM task_results WHERE finished_at < $1
+	// A task a live task depends on stays: its dependent reads its result.
+	rows, err := t.query(`SELECT task_id FROM task_results r WHERE finished_at < $1
+			AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN task_queue q ON q.id = d.task_id WHERE d.depends_on = r.task_id)
 		ORDER BY task_id LIMIT $2`, ts(before), limit)
 	if err != nil {
 		return nil, err
@@ -638,6 +646,7 @@ func (t *txn) DeleteTasks(ids []string) (map[string]int64, error) {
 		WHERE t.id = ANY($1) AND k.tenant = t.tenant AND k.key = t.idempotency_key AND k.task_id = t.id`, ids)
 	t.later("DELETE FROM task_events WHERE task_id = ANY($1)", ids)
 	t.later("DELETE FROM evidence WHERE task_id = ANY($1)", ids)
+	t.later("DELETE FROM task_dependencies WHERE task_id = ANY($1)", ids)
 	t.later("DELETE FROM task_results WHERE task_id = ANY($1)", ids)
 	t.later("DELETE FROM tasks WHERE id = ANY($1) AND NOT EXISTS (SELECT 1 FROM task_queue q WHERE q.id = tasks.id)", ids)
 	t.later("SET LOCAL docket.retention = 'off'")
@@ -696,11 +705,13 @@ func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
 	for i, e := range events {
 		ids[i], froms[i], tos[i], epochs[i], codes[i] = e.TaskID, string(e.From), string(e.To), e.Epoch, string(e.Code)
 	}
-	// One row per event, as the arrays give them; a task has at most one
-	// event per batch, so no order among them matters.
+	// One row per event, in the order given: an admission whose task ends
+	// in the same transaction (its dependency had already failed) writes
+	// two events for it.
 	t.later(`INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at)
 		SELECT e.task_id, e.from_state, e.to_state, e.epoch, e.code, $6
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
-			AS e (task_id, from_state, to_state, epoch, code)`, ids, froms, tos, epochs, codes, ts(now))
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY
+			AS e (task_id, from_state, to_state, epoch, code, ord)
+		ORDER BY e.ord`, ids, froms, tos, epochs, codes, ts(now))
 	return nil
 }

@@ -16,6 +16,7 @@ var dialect = &engine.Dialect{
 			ORDER BY priority DESC, id LIMIT 1))
 		FROM tenant_queues tq WHERE (tq.queue = $1 OR tq.queue LIKE $2) AND tq.queued > 0`,
 	Fires: "paused = 0",
+	IDsOf: "SELECT value FROM json_each($1)",
 	// The database runs in the process: its clock is the process's.
 	Now: "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
 	// The one write transaction at a time numbers versions in order.

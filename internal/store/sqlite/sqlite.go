@@ -44,12 +44,13 @@ func Open(ctx context.Context, path string, opts Options) (*engine.Store, error)
 type Backend struct {
 	path  string
 	opts  Options
-	w     *sql.DB    // the writer pool (shared by forks); see stmtCache
-	stmts *stmtCache // prepared write statements (shared by forks)
-	gate  *writeGate // one write transaction at a time (shared by forks)
-	bg    bool       // this handle's writes are background (ForkOptions.Background)
-	r     *sql.DB    // this handle's read pool
-	own   bool       // whether Close closes the writer
+	w     *sql.DB     // the writer pool (shared by forks); see stmtCache
+	stmts *stmtCache  // prepared write statements (shared by forks)
+	gate  *writeGate  // one write transaction at a time (shared by forks)
+	notes *localNotes // committed transactions' notifications (shared by forks)
+	bg    bool        // this handle's writes are background (ForkOptions.Background)
+	r     *sql.DB     // this handle's read pool
+	own   bool        // whether Close closes the writer
 	once  sync.Once
 }
 
@@ -80,7 +81,7 @@ func OpenBackend(ctx context.Context, path string, opts Options) (*Backend, erro
 	w.SetMaxIdleConns(2)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Backend{path: path, opts: opts, w: w, stmts: newStmtCache(w), gate: newWriteGate(), own: true}
+	s := &Backend{path: path, opts: opts, w: w, stmts: newStmtCache(w), gate: newWriteGate(), notes: newLocalNotes(), own: true}
 	if err := migrate(ctx, s, opts.AllowForeign); err != nil {
 		w.Close()
 		return nil, err
@@ -155,7 +156,7 @@ func (s *Backend) Fork(name string, opts store.ForkOptions) (engine.Backend, err
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{path: s.path, opts: s.opts, w: s.w, stmts: s.stmts, gate: s.gate, bg: opts.Background, r: r}, nil
+	return &Backend{path: s.path, opts: s.opts, w: s.w, stmts: s.stmts, gate: s.gate, notes: s.notes, bg: opts.Background, r: r}, nil
 }
 
 // Close closes this handle's read pool and, for the handle Open returned,
@@ -178,7 +179,17 @@ func (s *Backend) Close() error {
 
 // Write runs fn in an immediate write transaction behind the write gate.
 func (s *Backend) Write(ctx context.Context, op string, fn func(tx engine.Tx) error) error {
-	return s.write(ctx, op, func(tx *wtx) error { return fn(&txn{ctx: ctx, tx: tx}) })
+	var notes []store.Notification
+	err := s.write(ctx, op, func(tx *wtx) error {
+		t := &txn{ctx: ctx, tx: tx}
+		err := fn(t)
+		notes = t.notes
+		return err
+	})
+	if err == nil {
+		s.notes.publish(notes)
+	}
+	return err
 }
 
 // write runs fn in an immediate write transaction behind the write gate.

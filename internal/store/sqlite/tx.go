@@ -21,8 +21,9 @@ var _ engine.Tx = (*txn)(nil)
 // same whatever the batch size and stays in the statement cache; rows that
 // carry payloads go in as multi-row VALUES.
 type txn struct {
-	ctx context.Context
-	tx  *wtx
+	ctx   context.Context
+	tx    *wtx
+	notes []store.Notification // delivered in process after the commit
 }
 
 // jsonArg encodes v (a slice) as the JSON text json_each reads.
@@ -329,7 +330,8 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 			SELECT q.id FROM json_each(?1) j JOIN task_queue q ON q.id = j.value->>0
 			WHERE j.value->>1 = q.lease_epoch AND (j.value->>2 = '' OR j.value->>2 = q.state)
 				AND (j.value->>3 = 0 OR q.deadline_at <= ?2) AND (j.value->>4 = 0 OR q.lease_expires_at <= ?2))
-		RETURNING id, tenant, queue, state, attempt, lease_epoch, started_at, state = 'queued' AND run_after IS NULL`,
+		RETURNING id, tenant, queue, state, attempt, lease_epoch, started_at, state = 'queued' AND run_after IS NULL,
+			has_dependents`,
 		jsonArg(match), nowMS)
 	if err != nil {
 		return nil, err
@@ -342,7 +344,7 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 	deleted, err := collect(res, func(r *sql.Rows) (gone, error) {
 		var g gone
 		var queue, from string
-		err := r.Scan(&g.TaskID, &g.Tenant, &queue, &from, &g.attempt, &g.Epoch, &g.started, &g.Ready)
+		err := r.Scan(&g.TaskID, &g.Tenant, &queue, &from, &g.attempt, &g.Epoch, &g.started, &g.Ready, &g.HasDependents)
 		g.Queue, g.From = store.Queue(queue), dockettype.State(from)
 		return g, err
 	})
@@ -483,7 +485,10 @@ func (t *txn) taskState(query, tenant, id string) (dockettype.State, int64, bool
 
 // FinishedBefore reads the oldest results from the front of the table.
 func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
-	rows, err := t.tx.QueryContext(t.ctx, "SELECT task_id FROM task_results WHERE finished_at < ? ORDER BY rowid LIMIT ?",
+	// A task a live task depends on stays: its dependent reads its result.
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT task_id FROM task_results r WHERE finished_at < ?
+			AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN task_queue q ON q.id = d.task_id WHERE d.depends_on = r.task_id)
+		ORDER BY rowid LIMIT ?`,
 		ms(before), limit)
 	if err != nil {
 		return nil, err
@@ -519,6 +524,7 @@ func (t *txn) DeleteTasks(ids []string) (map[string]int64, error) {
 			AND task_id IN (SELECT value FROM json_each(?1))`,
 		"DELETE FROM task_events WHERE task_id IN (SELECT value FROM json_each(?1))",
 		"DELETE FROM evidence WHERE task_id IN (SELECT value FROM json_each(?1))",
+		"DELETE FROM task_dependencies WHERE task_id IN (SELECT value FROM json_each(?1))",
 		"DELETE FROM task_results WHERE task_id IN (SELECT value FROM json_each(?1))",
 		`DELETE FROM tasks WHERE id IN (SELECT value FROM json_each(?1))
 			AND NOT EXISTS (SELECT 1 FROM task_queue q WHERE q.id = tasks.id)`,
@@ -601,6 +607,15 @@ func nullString(s string) any {
 	return s
 }
 
-// Notify does nothing: an SQLite database has one node, which signals its
-// own pools and waiters in process.
-func (t *txn) Notify([]store.Queue, []string) error { return nil }
+// Notify keeps the notifications for this process's listeners, delivered
+// when the transaction commits (see localNotes): an SQLite database has
+// one node.
+func (t *txn) Notify(ready []store.Queue, finished []string) error {
+	for _, q := range ready {
+		t.notes = append(t.notes, store.Notification{Ready: q})
+	}
+	if len(finished) > 0 {
+		t.notes = append(t.notes, store.Notification{Finished: finished})
+	}
+	return nil
+}

@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Fork", su.testFork)
 	t.Run("Remote", su.testRemote)
 	t.Run("Schedules", su.testSchedules)
+	t.Run("Dependencies", su.testDependencies)
 }
 
 type suite struct {

@@ -30,6 +30,7 @@ _CANCELLED = 2  # cancelled before the handler returned: its outcome is dropped
 _FENCED = ("cancelled", "timed_out", "lease_lost")
 
 EvidenceWriter = Callable[["Task", str, Any], None]
+DependencyReader = Callable[["Task"], "list[dict[str, Any]]"]
 
 
 class Task:
@@ -72,6 +73,7 @@ class Task:
         "_state",
         "_lock",
         "_writer",
+        "_reader",
         "_renewed",
         "_beaten",
         "_held",
@@ -85,6 +87,7 @@ class Task:
         *,
         writer: EvidenceWriter | None = None,
         traceparent: str = "",
+        reader: DependencyReader | None = None,
     ) -> None:
         self.id: str = str(task.get("id", ""))
         self.tenant: str = str(task.get("tenant", ""))
@@ -105,6 +108,7 @@ class Task:
         self._state = _RUNNING
         self._lock = threading.Lock()
         self._writer = writer
+        self._reader = reader
         # Worker bookkeeping: monotonic time of the last renewal (claim or
         # ok heartbeat), whether a heartbeat has covered it yet, and
         # whether the worker still holds the lease.
@@ -150,6 +154,26 @@ class Task:
         if self._writer is None:
             raise RuntimeError("docket: this task has no evidence writer (not claimed by a Worker)")
         self._writer(self, kind, body)
+
+    def dependency_results(self) -> list[dict[str, Any]]:
+        """The outcome of each task this one depends on (``depends_on`` at
+        submission), in the order given: dicts with ``id``, ``state`` and,
+        once terminal, ``result`` or ``error`` (fan-in). The task runs only
+        once every dependency succeeded, unless it was submitted with
+        ``on_dependency_failure`` "run". Empty for a task without
+        dependencies. Raises LeaseLost when the server refuses the lease.
+        """
+        if self._reader is None:
+            raise RuntimeError("docket: this task has no dependency reader (not claimed by a Worker)")
+        return self._reader(self)
+
+    def dependency_result(self, task_id: str) -> dict[str, Any]:
+        """The outcome of one task this one depends on; KeyError when it is
+        not one of them."""
+        for d in self.dependency_results():
+            if d.get("id") == task_id:
+                return d
+        raise KeyError(task_id)
 
     def __repr__(self) -> str:
         # Never the input: a repr may end up in a log line.

@@ -444,6 +444,7 @@ class Worker:
                     raw,
                     item.get("input"),
                     writer=self._write_evidence,
+                    reader=self._read_dependencies,
                     traceparent=str(item.get("traceparent") or ""),
                 )
             except (TypeError, ValueError):
@@ -564,6 +565,39 @@ class Worker:
         self._log.info(
             "task cancelled: task_id=%s workflow=%s reason=%s", task.id, task.workflow, reason
         )
+
+    def _read_dependencies(self, task: Task) -> list[dict[str, Any]]:
+        assert self._evidence_pool is not None
+        data = encode({"lease": task._lease})
+        backoff = Backoff(0.1, 2.0)
+        tries = 4
+        for attempt in range(1, tries + 1):
+            try:
+                answer = self._evidence_pool.request("POST", "/v1/worker/dependencies", data)
+            except DocketError:
+                if attempt == tries:
+                    raise
+                if task.cancelled.wait(backoff.next()) and task.cancel_reason != "shutdown":
+                    raise LeaseLost()
+                continue
+            if 200 <= answer.status <= 299:
+                try:
+                    body = answer.json() or {}
+                    status, deps = body.get("status"), body.get("dependencies")
+                except (ValueError, AttributeError):
+                    raise DocketError("http_error", "the dependencies answer is not valid", status=answer.status) from None
+                if status == "ok" and isinstance(deps, list):
+                    return deps
+                if status == "lease_lost":
+                    raise LeaseLost()
+                raise DocketError(str(status or "http_error"), "dependencies refused", status=answer.status)
+            err = error_of(answer)
+            if attempt < tries and retryable(err):
+                if task.cancelled.wait(backoff.next(err.retry_after or 0.0)) and task.cancel_reason != "shutdown":
+                    raise LeaseLost()
+                continue
+            raise err
+        raise DocketError("http_error", "the dependencies could not be read")
 
     def _write_evidence(self, task: Task, kind: str, body: Any) -> None:
         assert self._evidence_pool is not None

@@ -72,7 +72,7 @@ class IntegrationTest(unittest.TestCase):
     def setUpClass(cls) -> None:
         cls.run_id = "".join(random.choices(string.ascii_lowercase, k=8))
         cls.admin = Client(URL, ADMIN_KEY)
-        for short in ("echo", "refuse", "flaky", "cancel", "timeout", "evidence", "drain", "killed"):
+        for short in ("echo", "refuse", "flaky", "cancel", "timeout", "evidence", "drain", "killed", "join"):
             cls.admin.request("PUT", f"/v1/admin/workflows/{cls.wf(short)}", {"pool": "online"})
         cls.admin.request("PUT", "/v1/admin/workflows/py.hello", {"pool": "online"})
         made = cls.admin.request(
@@ -160,6 +160,21 @@ class IntegrationTest(unittest.TestCase):
         self.assertEqual(t.state, "succeeded")
         self.assertEqual(t.result, {"attempt": 2})
         self.assertEqual(t.attempt, 2)
+
+    def test_dependency_results_fan_in(self) -> None:
+        def join(task: Task) -> Any:
+            deps = task.dependency_results()
+            with self.assertRaises(KeyError):
+                task.dependency_result("not-a-dependency")
+            return {"total": sum(d["result"] for d in deps), "states": [d["state"] for d in deps]}
+
+        self.worker("join", join)
+        a = self.admin.submit("demo.echo", 2).id
+        b = self.admin.submit("demo.echo", 40).id
+        tid = self.submit("join", None, depends_on=[a, b])
+        t = self.finished(tid)
+        self.assertEqual(t.state, "succeeded")
+        self.assertEqual(t.result, {"total": 42, "states": ["succeeded", "succeeded"]})
 
     def test_evidence_is_stored(self) -> None:
         def record(task: Task) -> str:

@@ -37,6 +37,25 @@ export interface TaskContext {
      * lease is gone. The task's outcome is sent only after its evidence.
      */
     evidence(kind: string, body: unknown): Promise<void>;
+    /**
+     * The outcome of each task this one depends on (`depends_on` at
+     * submission), in the order given: fan-in. The task runs only once every
+     * dependency succeeded, unless it was submitted with
+     * `on_dependency_failure: "run"`. Empty for a task without dependencies.
+     * Rejects with a DocketError `lease_lost` when the server refuses the
+     * lease.
+     */
+    dependencyResults(): Promise<DependencyResult[]>;
+}
+/** The outcome of one task another depends on. */
+export interface DependencyResult {
+    readonly id: string;
+    readonly state: string;
+    readonly result: unknown;
+    readonly error: {
+        code: string;
+        message?: string;
+    } | null;
 }
 /**
  * Runs one task. Its return value (JSON) is the task's result; throwing a
@@ -147,6 +166,7 @@ export declare class Worker {
     private complete;
     private failureJson;
     private send;
+    private dependencyResults;
     private evidence;
     /** Aborts a running lease and stops holding it (no heartbeat, no outcome). */
     private lose;

@@ -309,6 +309,7 @@ export class Worker {
         const ctx = {
             signal: lease.signal,
             evidence: (kind, body) => this.evidence(lease, kind, body),
+            dependencyResults: () => this.dependencyResults(lease),
         };
         let result;
         if (lease.aborted) {
@@ -381,6 +382,31 @@ export class Worker {
                 this.logger.error("finish_abandoned", { task_id: lease.task.id });
             }
         });
+    }
+    async dependencyResults(lease) {
+        const retry = new RetryPolicy({ baseMs: 100, maxMs: 2_000 });
+        for (let attempt = 1;; attempt++) {
+            if (lease.aborted)
+                throw lease.signal.reason;
+            try {
+                const res = await this.transport.request({
+                    method: "POST",
+                    path: "/v1/worker/dependencies",
+                    body: JSON.stringify({ lease: lease.token }),
+                    timeoutMs: 10_000,
+                });
+                const status = res.data?.status;
+                if (status === "ok" && Array.isArray(res.data?.dependencies))
+                    return res.data.dependencies;
+                throw new DocketError(status ?? "http_error", `docket: dependencies: ${status ?? "no answer"}`);
+            }
+            catch (err) {
+                const de = err instanceof DocketError ? err : undefined;
+                if ((de && !de.transient) || attempt >= 4)
+                    throw err;
+                await sleep(retry.delayFor(err));
+            }
+        }
     }
     evidence(lease, kind, body) {
         if (lease.aborted)

@@ -12,7 +12,7 @@
  * ```
  */
 export { Worker } from "./worker.js";
-export type { WorkerOptions, Handler, TaskContext, RunOptions, WorkerStats } from "./worker.js";
+export type { WorkerOptions, Handler, TaskContext, RunOptions, WorkerStats, DependencyResult } from "./worker.js";
 export { Client } from "./client.js";
 export type {
   ClientOptions,

@@ -47,6 +47,23 @@ export interface TaskContext {
    * lease is gone. The task's outcome is sent only after its evidence.
    */
   evidence(kind: string, body: unknown): Promise<void>;
+  /**
+   * The outcome of each task this one depends on (`depends_on` at
+   * submission), in the order given: fan-in. The task runs only once every
+   * dependency succeeded, unless it was submitted with
+   * `on_dependency_failure: "run"`. Empty for a task without dependencies.
+   * Rejects with a DocketError `lease_lost` when the server refuses the
+   * lease.
+   */
+  dependencyResults(): Promise<DependencyResult[]>;
+}
+
+/** The outcome of one task another depends on. */
+export interface DependencyResult {
+  readonly id: string;
+  readonly state: string;
+  readonly result: unknown;
+  readonly error: { code: string; message?: string } | null;
 }
 
 /**
@@ -389,6 +406,7 @@ export class Worker {
     const ctx: TaskContext = {
       signal: lease.signal,
       evidence: (kind, body) => this.evidence(lease, kind, body),
+      dependencyResults: () => this.dependencyResults(lease),
     };
     let result: Promise<unknown>;
     if (lease.aborted) {
@@ -464,6 +482,28 @@ export class Worker {
         }
       },
     );
+  }
+
+  private async dependencyResults(lease: HeldLease): Promise<DependencyResult[]> {
+    const retry = new RetryPolicy({ baseMs: 100, maxMs: 2_000 });
+    for (let attempt = 1; ; attempt++) {
+      if (lease.aborted) throw lease.signal.reason;
+      try {
+        const res = await this.transport.request<{ status?: string; dependencies?: DependencyResult[] }>({
+          method: "POST",
+          path: "/v1/worker/dependencies",
+          body: JSON.stringify({ lease: lease.token }),
+          timeoutMs: 10_000,
+        });
+        const status = res.data?.status;
+        if (status === "ok" && Array.isArray(res.data?.dependencies)) return res.data.dependencies;
+        throw new DocketError(status ?? "http_error", `docket: dependencies: ${status ?? "no answer"}`);
+      } catch (err) {
+        const de = err instanceof DocketError ? err : undefined;
+        if ((de && !de.transient) || attempt >= 4) throw err;
+        await sleep(retry.delayFor(err));
+      }
+    }
   }
 
   private evidence(lease: HeldLease, kind: string, body: unknown): Promise<void> {

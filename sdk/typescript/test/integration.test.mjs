@@ -62,7 +62,7 @@ else describe("integration with a Docket server", () => {
   };
 
   test("setup: workflows and a worker key", async () => {
-    for (const name of ["echo", "fail", "flaky", "cancel", "timeout", "evidence", "stop", "killed"]) {
+    for (const name of ["echo", "fail", "flaky", "cancel", "timeout", "evidence", "stop", "killed", "join"]) {
       const w = await admin("PUT", `/v1/admin/workflows/${wf(name)}`, { pool: "online" });
       assert.equal(w.remote, true);
     }
@@ -97,6 +97,23 @@ else describe("integration with a Docket server", () => {
     assert.match(me.sdk, /^typescript\//);
     assert.deepEqual(me.workflows, [wf("echo")]);
     assert.equal(me.slots, 4);
+    await w.stop();
+    await running;
+  });
+
+  test("a handler reads its dependencies' results (fan-in)", { timeout: 30_000 }, async () => {
+    const w = newWorker();
+    w.handle(wf("join"), async (_task, ctx) => {
+      const deps = await ctx.dependencyResults();
+      return { total: deps.reduce((n, d) => n + d.result, 0), states: deps.map((d) => d.state) };
+    });
+    const running = run(w);
+    const a = (await client.submit("demo.echo", 2)).task.id;
+    const b = (await client.submit("demo.echo", 40)).task.id;
+    const { task } = await client.submit(wf("join"), null, { dependsOn: [a, b] });
+    const done = await client.get(task.id, { waitMs: 20_000 });
+    assert.equal(done.state, "succeeded");
+    assert.deepEqual(done.result, { total: 42, states: ["succeeded", "succeeded"] });
     await w.stop();
     await running;
   });

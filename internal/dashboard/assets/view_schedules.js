@@ -1,0 +1,97 @@
+// Schedules (admin key): every periodic schedule with its next fire times,
+// paused or active, with Pause and Resume; the last runs of the one chosen,
+// with their tasks' states.
+
+import { api, APIError } from "./api.js";
+import { $, el, flash, say, show } from "./dom.js";
+import { fmtNumber, fmtTime, shortId, stateBadge } from "./format.js";
+import { every, latestOnly, navigation } from "./refresh.js";
+import { showing, taskHref } from "./router.js";
+
+const EVERY_MS = 5000;
+const NEXT_SHOWN = 3; // next fire times per row
+
+const loads = latestOnly();
+let chosen = null; // the schedule whose runs are shown
+
+export const schedules = {
+  name: "schedules",
+  path: ["schedules"],
+  admin: true,
+  wire() {},
+  async open() {
+    const nav = navigation();
+    await load();
+    every(nav, EVERY_MS, load);
+  },
+};
+
+async function load() {
+  const latest = loads();
+  let list, one = null;
+  try {
+    list = (await api("GET", "/v1/admin/schedules")).data.schedules;
+    if (chosen && list.some((s) => s.name === chosen)) {
+      one = (await api("GET", "/v1/admin/schedules/" + encodeURIComponent(chosen))).data;
+    }
+  } catch (e) {
+    if (e instanceof APIError && latest()) flash("Schedules: " + e.describe());
+    return;
+  }
+  if (!showing("schedules") || !latest()) return;
+  flash("");
+  $("schedules-table").tBodies[0].replaceChildren(...list.map(row));
+  show($("schedules-table"), list.length > 0);
+  show($("schedules-empty"), list.length === 0);
+  renderRuns(one);
+  $("schedules-updated").textContent = "updated " + fmtTime(new Date().toISOString());
+}
+
+function row(s) {
+  const next = (s.next_fire_times || []).slice(0, NEXT_SHOWN);
+  const action = s.paused ? "resume" : "pause";
+  return el("tr", { data: { schedule: s.name, paused: String(s.paused) } },
+    el("td", { class: "mono", text: s.name }),
+    el("td", { text: s.tenant }),
+    el("td", { class: "mono", text: s.workflow }),
+    el("td", {}, el("code", { text: s.cron }), " ", el("span", { class: "muted small", text: s.time_zone })),
+    el("td", { class: "next" }, ...(s.paused ? [el("span", { class: "muted", text: "paused" })] :
+      next.map((t) => el("div", { class: "small", text: fmtTime(t), title: t })))),
+    el("td", {}, el("span", { class: "badge " + (s.paused ? "off" : "on"), text: s.paused ? "paused" : "active" })),
+    el("td", { class: "num", text: fmtNumber(s.fired) }),
+    el("td", { text: s.last_fire_at ? fmtTime(s.last_fire_at) : "—" }),
+    el("td", {},
+      el("button", { type: "button", class: "small", data: { action }, text: s.paused ? "Resume" : "Pause",
+        on: { click: () => setPaused(s.name, action) } }),
+      " ",
+      el("button", { type: "button", class: "small", data: { action: "runs" }, text: "Runs",
+        on: { click: () => { chosen = s.name; load(); } } })));
+}
+
+function renderRuns(s) {
+  const panel = $("schedule-runs");
+  if (!s) {
+    show(panel, false);
+    return;
+  }
+  show(panel, true);
+  $("schedule-runs-name").textContent = s.name;
+  const runs = s.runs || [];
+  $("schedule-runs-table").tBodies[0].replaceChildren(...runs.map((r) => el("tr", { data: { task: r.task_id } },
+    el("td", { text: fmtTime(r.fire_at), title: r.fire_at }),
+    el("td", {}, el("a", { class: "mono", href: taskHref(r.task_id), text: shortId(r.task_id), title: r.task_id })),
+    el("td", {}, r.state ? stateBadge(r.state) : el("span", { class: "muted", text: "deleted" })))));
+  show($("schedule-runs-table"), runs.length > 0);
+  show($("schedule-runs-empty"), runs.length === 0);
+}
+
+async function setPaused(name, action) {
+  const answer = $("schedules-answer");
+  try {
+    const r = await api("POST", "/v1/admin/schedules/" + encodeURIComponent(name) + "/" + action);
+    say(answer, (action === "pause" ? "Paused " : "Resumed ") + name + " (" + r.status + ").", "good");
+  } catch (e) {
+    say(answer, (action === "pause" ? "Pause" : "Resume") + " refused — " + e.describe(), "bad");
+  }
+  await load();
+}

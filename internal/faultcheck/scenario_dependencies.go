@@ -1,0 +1,277 @@
+//go:build unix
+
+package faultcheck
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docket-dev/docket/client"
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/dsn"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// ScenarioDependencies submits dependency graphs while nodes are killed.
+const ScenarioDependencies = "dependencies"
+
+// dependencies submits, as a tenant of its own and beside the usual load,
+// one small graph after another in a batch (two roots, one of which fails
+// in a third of the graphs; a join on both; a task after the join; a task
+// that runs anyway), and now and then a fan-in by task ID over the joins
+// of earlier graphs. It kills a random node with SIGKILL every 1–4 s and
+// starts it again 0–1 s later; on PostgreSQL it runs three nodes, and
+// where the cluster can be stopped every fourth fault stops PostgreSQL
+// for 1–3 s instead. A batch whose answer is lost is sent again (the same
+// keys: a replay). After the drain it reads every task of the tenant with
+// its dependencies and history (checkDependencies).
+type dependencies struct {
+	pg      *pgCluster
+	tenant  string
+	members []*client.Client // one per node
+
+	mu     sync.Mutex
+	runs   map[string]bool // task ID → submitted with on_dependency_failure "run"
+	joins  []string        // the joins admitted so far
+	graphs int
+}
+
+func newDependencies() Scenario { return &dependencies{runs: map[string]bool{}} }
+
+func (*dependencies) Name() string { return ScenarioDependencies }
+
+func (*dependencies) Needs(string) string { return "" }
+
+func (d *dependencies) Setup(ctx context.Context, r *rig) error {
+	nodes := 1
+	if dsn.IsPostgres(r.opts.DB) {
+		nodes = 3
+		if pg, _ := findPGCluster(r.opts.DB); pg != nil {
+			pg.clock = r.opts.Clock
+			d.pg = pg
+			r.note("every fourth fault stops PostgreSQL for 1-3 s")
+		}
+	}
+	for range nodes {
+		if err := r.addNode(nodeConfig{}); err != nil {
+			return err
+		}
+	}
+	var suffix [3]byte
+	_, _ = rand.Read(suffix[:])
+	d.tenant = "fc-deps-" + hex.EncodeToString(suffix[:])
+	key, err := r.admin(ctx, "keys", "create", "--db", r.opts.DB, "--tenant", d.tenant, "--principal", "faultcheck",
+		"--default-tenant-limit", "0")
+	if err != nil {
+		return err
+	}
+	for _, n := range r.nodes {
+		d.members = append(d.members, client.New("http://"+n.Addr, strings.TrimSpace(key)))
+	}
+	return nil
+}
+
+// submit sends one batch through the next node until it is answered (a
+// node may be down or restarting), for up to a minute: the same keys each
+// time, so a batch that committed before its answer was lost is replayed.
+func (d *dependencies) submit(ctx context.Context, r *rig, tasks []*client.SubmitParams) ([]client.BatchResult, error) {
+	give := r.opts.Clock.Now().Add(time.Minute)
+	for try := 1; ; try++ {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		res, err := d.members[try%len(d.members)].SubmitBatch(cctx, &client.SubmitBatchParams{Tasks: tasks})
+		cancel()
+		if err == nil || ctx.Err() != nil || r.opts.Clock.Now().After(give) {
+			return res, err
+		}
+		var ae *client.Error
+		if errors.As(err, &ae) && ae.StatusCode < 500 && ae.StatusCode != 429 {
+			return nil, err // refused: trying again will not help
+		}
+		if err := sleep(ctx, r.opts.Clock, min(time.Duration(try)*200*time.Millisecond, 2*time.Second)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// graph is the batch of graph n.
+func (d *dependencies) graph(n int, rng *mrand.Rand) []*client.SubmitParams {
+	key := func(s string) string { return fmt.Sprintf("g%d-%s", n, s) }
+	in := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+	task := func(k, workflow string, input any, deps ...string) *client.SubmitParams {
+		return &client.SubmitParams{IdempotencyKey: key(k), Workflow: workflow, Pool: dockettype.PoolOffline,
+			Input: in(input), TimeoutMS: 120_000, DependsOn: deps}
+	}
+	second := task("b", "demo.echo", map[string]int{"graph": n})
+	if rng.IntN(3) == 0 {
+		second = task("b", "demo.fail", map[string]any{"code": "boom", "retryable": false})
+	}
+	anyway := task("anyway", "demo.echo", map[string]int{"graph": n}, key("a"), key("b"))
+	anyway.OnDependencyFailure = "run"
+	return []*client.SubmitParams{
+		task("a", "demo.sleep", map[string]int{"ms": 20 + rng.IntN(400)}),
+		second,
+		task("join", "demo.sleep", map[string]int{"ms": rng.IntN(100)}, key("a"), key("b")),
+		task("after", "demo.echo", map[string]int{"graph": n}, key("join")),
+		anyway,
+	}
+}
+
+func (d *dependencies) load(ctx context.Context, r *rig, rng *mrand.Rand) error {
+	for n := 0; ctx.Err() == nil; n++ {
+		batch := d.graph(n, rng)
+		d.mu.Lock()
+		if len(d.joins) >= 3 && n%5 == 4 {
+			// A fan-in by task ID over the joins of earlier graphs.
+			fan := &client.SubmitParams{IdempotencyKey: fmt.Sprintf("g%d-fan", n), Workflow: "demo.echo",
+				Pool: dockettype.PoolOffline, TimeoutMS: 120_000, DependsOn: append([]string(nil), d.joins[len(d.joins)-3:]...)}
+			batch = append(batch, fan)
+		}
+		d.mu.Unlock()
+		res, err := d.submit(ctx, r, batch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("submit graph %d: %w", n, err)
+		}
+		d.mu.Lock()
+		d.graphs++
+		for i, it := range res {
+			if it.Task == nil {
+				continue
+			}
+			if batch[i].OnDependencyFailure == "run" {
+				d.runs[it.Task.ID] = true
+			}
+			if strings.HasSuffix(batch[i].IdempotencyKey, "-join") {
+				d.joins = append(d.joins, it.Task.ID)
+			}
+		}
+		d.mu.Unlock()
+		if sleep(ctx, r.opts.Clock, time.Duration(50+rng.IntN(200))*time.Millisecond) != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (d *dependencies) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {
+	loadRng := mrand.New(mrand.NewPCG(rng.Uint64(), rng.Uint64()))
+	loaded := make(chan error, 1)
+	go func() { loaded <- d.load(ctx, r, loadRng) }()
+	faults := func() error {
+		for n := 1; ; n++ {
+			if r.sleepBetween(ctx, rng, time.Second, 4*time.Second) != nil {
+				return nil
+			}
+			if d.pg != nil && n%4 == 0 {
+				r.hist.Fault(FaultPGStop)
+				if err := d.pg.Stop(context.Background()); err != nil {
+					return err
+				}
+				_ = r.sleepBetween(context.Background(), rng, time.Second, 3*time.Second)
+				if err := d.pg.Start(context.Background()); err != nil {
+					return err
+				}
+				r.hist.Fault(FaultPGStart)
+				continue
+			}
+			node := r.nodes[rng.IntN(len(r.nodes))]
+			r.hist.Fault(FaultKill + " " + node.Name)
+			if err := node.Kill(); err != nil {
+				return err
+			}
+			_ = r.sleepBetween(context.Background(), rng, 0, time.Second)
+			if err := node.Start(context.Background()); err != nil {
+				return err
+			}
+			r.hist.Fault(FaultStart + " " + node.Name)
+		}
+	}
+	err := faults()
+	return errors.Join(err, <-loaded)
+}
+
+// Heal starts PostgreSQL if it is down.
+func (d *dependencies) Heal(r *rig) error {
+	if d.pg == nil || d.pg.accepts(context.Background()) {
+		return nil
+	}
+	if err := d.pg.Start(context.Background()); err != nil {
+		return err
+	}
+	r.hist.Fault(FaultPGStart)
+	return nil
+}
+
+// Close leaves PostgreSQL running.
+func (d *dependencies) Close(*rig) {
+	if d.pg != nil && !d.pg.accepts(context.Background()) {
+		_ = d.pg.Start(context.Background())
+	}
+}
+
+// collectDependencies waits (up to the drain timeout) until every task of
+// the tenant is terminal, then reads each with its dependencies and
+// history.
+func (d *dependencies) collectDependencies(ctx context.Context, r *rig, st store.Store) (*DependencyView, error) {
+	give := r.opts.Clock.Now().Add(r.opts.DrainTimeout)
+	var tasks []*dockettype.Task
+	for {
+		tasks = tasks[:0]
+		after, live := "", 0
+		for {
+			lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			page, err := st.ListTasks(lctx, &store.ListTasksParams{Tenant: d.tenant, Limit: 500, After: after})
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("list the graphs' tasks: %w", err)
+			}
+			for _, t := range page {
+				if !t.State.Terminal() {
+					live++
+				}
+			}
+			tasks = append(tasks, page...)
+			if len(page) < 500 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		if live == 0 || r.opts.Clock.Now().After(give) {
+			break
+		}
+		if err := sleep(ctx, r.opts.Clock, 250*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	v := &DependencyView{Tasks: map[string]*DependencyTask{}}
+	d.mu.Lock()
+	v.Graphs = d.graphs
+	runs := d.runs
+	d.mu.Unlock()
+	for _, t := range tasks {
+		p := &store.GetTaskParams{Tenant: d.tenant, TaskID: t.ID}
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		full, err := st.GetTask(rctx, p)
+		if err == nil {
+			var evs []dockettype.Event
+			if evs, err = st.ListEvents(rctx, p); err == nil {
+				v.Tasks[t.ID] = &DependencyTask{Task: full, Events: evs, Run: runs[t.ID]}
+			}
+		}
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("read task %s: %w", t.ID, err)
+		}
+	}
+	return v, nil
+}
