@@ -25,6 +25,7 @@ type Store interface {
 	Workflows
 	Workers
 	Schedules
+	Failures
 
 	// Ping reports whether the database is reachable.
 	Ping(ctx context.Context) error

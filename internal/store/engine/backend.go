@@ -142,6 +142,26 @@ type transitionSteps interface {
 	// DeleteTasks deletes terminal tasks with their input, result, events,
 	// evidence and idempotency binding.
 	DeleteTasks(ids []string) error
+	// Revive makes each row's task, if it is still failed, timed_out or
+	// cancelled, live again in the row's Queue: its result row goes, and
+	// its live row is queued and ready (attempt 0, the result's epoch+1, a
+	// deadline of its original timeout from now). It returns the rows it
+	// changed, From the state the task left.
+	Revive(rows []Revive, now time.Time) ([]Moved, error)
+	// LockFinished locks the result rows among ids in ID order and returns
+	// those tasks (terminal) with their tenant.
+	LockFinished(ids []string) ([]Finished, error)
+}
+
+// Finished is a terminal task of a tenant.
+type Finished struct {
+	TaskID, Tenant string
+}
+
+// Revive queues a terminal task again (a retry).
+type Revive struct {
+	TaskID string
+	Queue  store.Queue
 }
 
 // TenantKey is an idempotency key of a tenant.
@@ -203,6 +223,7 @@ type Event struct {
 	From, To dockettype.State
 	Epoch    int64
 	Code     dockettype.Code
+	By       dockettype.Actor // who, for a client's change (a retry); zero otherwise
 }
 
 // End makes a live task terminal.

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// retryable reports whether a task in state s may be retried.
+func retryable(s dockettype.State) bool {
+	return s == dockettype.StateFailed || s == dockettype.StateTimedOut || s == dockettype.StateCancelled
+}
+
+// Retry queues terminal tasks again; see store.Failures.
+//
+// The tasks are read, then the gates of their pools and tenants locked and
+// each retryable task checked against them like an admission (capacity,
+// then the tenant's limit); the ones that fit are revived. A task revived
+// by another transaction meanwhile (its result row is gone when this one
+// deletes it) is answered as it is now, not retryable.
+func (s *Store) Retry(ctx context.Context, p *store.RetryParams) ([]store.RetryResult, error) {
+	for _, it := range p.Items {
+		if it.TaskID == "" || it.Tenant == "" || !it.Queue.Valid() {
+			return nil, invalid("retry", "task ID, tenant and queue are required")
+		}
+	}
+	if len(p.Items) == 0 {
+		return []store.RetryResult{}, nil
+	}
+	var out []store.RetryResult
+	err := s.b.Write(ctx, "retry", func(tx Tx) error {
+		var err error
+		out, err = retry(tx, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// retry decides and writes one retry transaction.
+func retry(tx Tx, p *store.RetryParams) ([]store.RetryResult, error) {
+	out := make([]store.RetryResult, len(p.Items))
+	ids := taskIDs(p.Items, func(it *store.RetryItem) string { return it.TaskID })
+	tasks, err := tx.ReadTasks(ids)
+	if err != nil {
+		return nil, err
+	}
+	var candidates []int
+	var pools []dockettype.Pool
+	var tenants []string
+	seen := map[string]bool{}
+	for i, it := range p.Items {
+		t := tasks[it.TaskID]
+		switch {
+		case t == nil || t.Tenant != it.Tenant:
+			out[i] = store.RetryResult{Outcome: store.RetryNotFound}
+		case !retryable(t.State) || seen[it.TaskID]:
+			out[i] = store.RetryResult{Outcome: store.NotRetryable, Task: t}
+		case it.Queue.Pool() != t.Pool:
+			return nil, invalid("retry", fmt.Sprintf("queue %q is not of the task's pool %q", it.Queue, t.Pool))
+		default:
+			seen[it.TaskID] = true
+			candidates = append(candidates, i)
+			pools = append(pools, t.Pool)
+			tenants = append(tenants, t.Tenant)
+		}
+	}
+	if len(candidates) == 0 {
+		return out, nil
+	}
+	gates, err := tx.LockGates(sortedUnique(pools), sortedUnique(tenants))
+	if err != nil {
+		return nil, err
+	}
+	var rows []Revive
+	for _, i := range candidates {
+		it, t := p.Items[i], tasks[p.Items[i].TaskID]
+		switch take(gates, &store.AdmitItem{Pool: t.Pool, Tenant: t.Tenant, PoolCapacity: it.PoolCapacity}) {
+		case store.QueueFull:
+			out[i] = store.RetryResult{Outcome: store.RetryQueueFull}
+		case store.TenantQuotaExceeded:
+			out[i] = store.RetryResult{Outcome: store.RetryTenantQuotaExceeded}
+		default:
+			rows = append(rows, Revive{TaskID: it.TaskID, Queue: it.Queue})
+		}
+	}
+	if len(rows) == 0 {
+		return out, nil
+	}
+	slices.SortFunc(rows, func(a, b Revive) int { return cmp.Compare(a.TaskID, b.TaskID) })
+	moved, err := tx.Revive(rows, p.Now)
+	if err != nil {
+		return nil, err
+	}
+	c := newChanges()
+	inFlight := map[counterKey]int64{}
+	revived := make(map[string]bool, len(moved))
+	for _, m := range moved {
+		c.events = append(c.events, Event{TaskID: m.TaskID, From: m.From, To: dockettype.StateQueued,
+			Epoch: m.Epoch, Code: dockettype.CodeRetried, By: p.By})
+		c.ready(m.Queue, m.Tenant, 1)
+		inFlight[counterKey{ScopePool, string(m.Queue.Pool())}]++
+		inFlight[counterKey{ScopeTenant, m.Tenant}]++
+		revived[m.TaskID] = true
+	}
+	if len(inFlight) > 0 {
+		deltas := make([]CounterDelta, 0, len(inFlight))
+		for k, n := range inFlight {
+			deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: n})
+		}
+		slices.SortFunc(deltas, func(a, b CounterDelta) int {
+			return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Key, b.Key))
+		})
+		if err := tx.AddInFlight(deltas, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.flush(tx, p.Now); err != nil {
+		return nil, err
+	}
+	// Every candidate is answered as it is now: revived, or changed by
+	// another transaction since it was read.
+	var reread []string
+	for _, r := range rows {
+		reread = append(reread, r.TaskID)
+	}
+	now, err := tx.ReadTasks(reread)
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range p.Items {
+		if out[i].Outcome != 0 {
+			continue
+		}
+		t := now[it.TaskID]
+		if t == nil {
+			out[i] = store.RetryResult{Outcome: store.RetryNotFound}
+			continue
+		}
+		if revived[it.TaskID] {
+			out[i] = store.RetryResult{Outcome: store.Retried, Task: t}
+		} else {
+			out[i] = store.RetryResult{Outcome: store.NotRetryable, Task: t}
+		}
+	}
+	return out, nil
+}
