@@ -46,9 +46,9 @@ type BulkJobs interface {
 	CreateBulkJob(ctx context.Context, job *BulkJob) error
 	// GetBulkJob returns one job, or ErrNotFound.
 	GetBulkJob(ctx context.Context, id string) (*BulkJob, error)
-	// LeaseBulkJob leases the oldest running job whose lease is free or
-	// expired at Now to Owner until Now+TTL (version+1) and returns it;
-	// ErrNotFound when there is none.
+	// LeaseBulkJob leases the oldest running job whose lease is free,
+	// expired at Now, or already Owner's, to Owner until Now+TTL
+	// (version+1) and returns it; ErrNotFound when there is none.
 	LeaseBulkJob(ctx context.Context, params *LeaseBulkJobParams) (*BulkJob, error)
 	// AdvanceBulkJob records a batch of a running job leased at Version:
 	// the cursor, the counts added, the state (running, or done for the
@@ -126,6 +126,7 @@ type TaskFilter struct {
 // MatchTasksParams pages the tasks matching a filter, by ID.
 type MatchTasksParams struct {
 	Filter TaskFilter
+	TaskID string // when set, only this task
 	After  string // the last ID of the previous batch
 	Limit  int
 }

@@ -57,8 +57,9 @@ func (s *Store) GetBulkJob(ctx context.Context, id string) (*store.BulkJob, erro
 	})
 }
 
-// bulkLeaseFree is the condition of a running job no node holds.
-const bulkLeaseFree = "state = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= $1)"
+// bulkLeaseFree is the condition of a running job no other node holds
+// ($1 now, $2 the owner asking).
+const bulkLeaseFree = "state = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= $1 OR lease_owner = $2)"
 
 // LeaseBulkJob leases the oldest free running job: a compare-and-set on
 // the lease, so that of several nodes asking at once one gets it.

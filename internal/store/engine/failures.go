@@ -73,6 +73,9 @@ func matchTasksQuery(p *store.MatchTasksParams) (string, []any) {
 	if f.CreatedAfter != nil {
 		arg("t.created_at >", ts(*f.CreatedAfter))
 	}
+	if p.TaskID != "" {
+		arg(idCol+" =", p.TaskID)
+	}
 	if p.After != "" {
 		arg(idCol+" >", p.After)
 	}

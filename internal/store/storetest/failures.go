@@ -219,6 +219,10 @@ func (su suite) testBulk(t *testing.T) {
 		if err != nil || len(all) != 7 {
 			t.Errorf("failed tasks of every tenant: %d (%v), want 7", len(all), err)
 		}
+		one, err := s.MatchTasks(t.Context(), &store.MatchTasksParams{TaskID: failed[2], Limit: 10})
+		if err != nil || len(one) != 1 || one[0].TaskID != failed[2] || one[0].Workflow != "demo.echo" || one[0].Pool != dockettype.PoolOnline {
+			t.Errorf("match by ID: %+v (%v), want just %s", one, err, failed[2])
+		}
 		before := at(-time.Second)
 		none, err := s.MatchTasks(t.Context(), &store.MatchTasksParams{Filter: store.TaskFilter{CreatedBefore: &before}, Limit: 100})
 		if err != nil || len(none) != 0 {
