@@ -28,6 +28,7 @@ var statusOf = map[dockettype.Code]int{
 	dockettype.CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
 	dockettype.CodeIdempotencyConflict: http.StatusConflict,
 	dockettype.CodeBuiltinWorkflow:     http.StatusConflict,
+	dockettype.CodeNotRetryable:        http.StatusConflict,
 	dockettype.CodePayloadTooLarge:     http.StatusRequestEntityTooLarge,
 	dockettype.CodeQueueFull:           http.StatusTooManyRequests,
 	dockettype.CodeTenantQuotaExceeded: http.StatusTooManyRequests,
