@@ -51,6 +51,11 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   submit                submit a task
   get ID                show a task (--wait to wait for it to finish)
   cancel ID             cancel a task
+  retry ID              queue a failed, timed-out or cancelled task again
+  bulk cancel|retry|delete --state S --workflow W ...
+                        act on every task a filter matches, as a job;
+                        also status ID, stop ID
+  dead-letters          failed tasks grouped by workflow and error code
   list                  list tasks
   events ID             show a task's history
   evidence ID           show a task's evidence
@@ -75,23 +80,26 @@ Run 'docket help <command>' or 'docket <command> --help' for its flags.
 
 // commands maps each command to its implementation.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
-	"serve":      serveCmd,
-	"migrate":    migrateCmd,
-	"keys":       keysCmd,
-	"tenants":    tenantsCmd,
-	"rules":      rulesCmd,
-	"workflows":  workflowsCmd,
-	"workers":    workersCmd,
-	"schedules":  schedulesCmd,
-	"submit":     submitCmd,
-	"get":        getCmd,
-	"cancel":     cancelCmd,
-	"list":       listCmd,
-	"events":     eventsCmd,
-	"evidence":   evidenceCmd,
-	"bench":      benchCmd,
-	"faultcheck": faultcheckCmd,
-	"version":    versionCmd,
+	"serve":        serveCmd,
+	"migrate":      migrateCmd,
+	"keys":         keysCmd,
+	"tenants":      tenantsCmd,
+	"rules":        rulesCmd,
+	"workflows":    workflowsCmd,
+	"workers":      workersCmd,
+	"schedules":    schedulesCmd,
+	"submit":       submitCmd,
+	"get":          getCmd,
+	"cancel":       cancelCmd,
+	"retry":        retryCmd,
+	"bulk":         bulkCmd,
+	"dead-letters": deadLettersCmd,
+	"list":         listCmd,
+	"events":       eventsCmd,
+	"evidence":     evidenceCmd,
+	"bench":        benchCmd,
+	"faultcheck":   faultcheckCmd,
+	"version":      versionCmd,
 }
 
 // run executes one command and returns the process exit code: 0, 1 when
