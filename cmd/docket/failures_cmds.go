@@ -227,4 +227,3 @@ func deadLettersCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	return tw.Flush()
 }
-
