@@ -46,6 +46,30 @@ func (s *server) failureRoutes() []route {
 	return routes
 }
 
+// input serves GET /v1/tasks/{id}/input: the input exactly as admitted.
+// It writes the stored bytes as they are (no re-encoding).
+func (s *server) input(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
+	if _, err := queryParams(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id, ok := taskID(w, r)
+	if !ok {
+		return
+	}
+	in, err := s.exec.Input(r.Context(), p, id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(in, '\n'))
+}
+
 // retry serves POST /v1/tasks/{id}/retry: the task, queued again.
 func (s *server) retry(w http.ResponseWriter, r *http.Request, p dockettype.Principal) {
 	serveTask(w, r, func(id string) (any, error) { return s.exec.Retry(r.Context(), p, id) })

@@ -29,6 +29,13 @@ func TestRetryThroughAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	post("/v1/tasks/"+task.ID+"/retry", other).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	in := call(t, s.URL, request{method: http.MethodGet, path: "/v1/tasks/" + task.ID + "/input", key: s.Key})
+	in.wantStatus(t, http.StatusOK)
+	if got := strings.TrimSpace(string(in.body)); got != `{"n":7}` {
+		t.Errorf("input = %s, want {\"n\":7} as admitted", got)
+	}
+	call(t, s.URL, request{method: http.MethodGet, path: "/v1/tasks/" + task.ID + "/input", key: other}).
+		wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
 
 	r := post("/v1/tasks/"+task.ID+"/retry", s.Key)
 	r.wantStatus(t, http.StatusOK)

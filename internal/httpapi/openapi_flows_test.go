@@ -305,6 +305,8 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	if st := do(get("/v1/tasks/"+failing+"?wait=10s", s.Key), valid).task(t).State; st != dockettype.StateFailed {
 		t.Fatalf("demo.fail task state = %s after the long poll", st)
 	}
+	do(get("/v1/tasks/"+failing+"/input", s.Key), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/tasks/"+failing+"/input", other), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
 	do(get("/v1/tasks/dead-letters", s.Key), valid).wantStatus(t, http.StatusOK)
 	do(get("/v1/tasks/dead-letters?tenant=other", s.Key), valid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
 	do(get("/v1/admin/dead-letters?tenant="+httpapitest.Tenant, admin), valid).wantStatus(t, http.StatusOK)

@@ -50,6 +50,8 @@ type Executor interface {
 	Wait(ctx context.Context, p dockettype.Principal, id string, wait time.Duration) (*dockettype.Task, error)
 	List(ctx context.Context, p dockettype.Principal, req *queue.ListRequest) (*queue.ListResult, error)
 	Cancel(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error)
+	// Input returns the task's input exactly as admitted.
+	Input(ctx context.Context, p dockettype.Principal, id string) ([]byte, error)
 	// Retry queues a failed, timed_out or cancelled task again.
 	Retry(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error)
 	Events(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Event, error)
@@ -284,6 +286,7 @@ func (s *server) routes() []route {
 		{http.MethodPost, "/v1/tasks/{id}/retry", s.authenticated(s.retry)},
 		{http.MethodGet, "/v1/tasks/{id}/evidence", s.authenticated(s.evidence)},
 		{http.MethodGet, "/v1/tasks/{id}/events", s.authenticated(s.events)},
+		{http.MethodGet, "/v1/tasks/{id}/input", s.authenticated(s.input)},
 		{http.MethodGet, "/healthz", s.healthz},
 		{http.MethodGet, "/readyz", s.readyz},
 		{http.MethodGet, "/metrics", promHandler.ServeHTTP},

@@ -157,6 +157,18 @@ func (s *Service) Events(ctx context.Context, p dockettype.Principal, id string)
 	return ev, nil
 }
 
+// Input returns the task's input exactly as admitted (the tenant's own
+// tasks only: another tenant's is not_found).
+func (s *Service) Input(ctx context.Context, p dockettype.Principal, id string) ([]byte, error) {
+	qctx, cancel := s.query(ctx)
+	defer cancel()
+	in, err := s.store.GetInput(qctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
+	if err != nil {
+		return nil, s.storeFailure(ctx, "get_input", err)
+	}
+	return in, nil
+}
+
 // Evidence returns the task's evidence.
 func (s *Service) Evidence(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Evidence, error) {
 	qctx, cancel := s.query(ctx)

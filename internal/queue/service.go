@@ -26,6 +26,7 @@ type Store interface {
 	ListTasks(ctx context.Context, params *store.ListTasksParams) ([]*dockettype.Task, error)
 	ListEvents(ctx context.Context, params *store.GetTaskParams) ([]dockettype.Event, error)
 	ListEvidence(ctx context.Context, params *store.GetTaskParams) ([]dockettype.Evidence, error)
+	GetInput(ctx context.Context, params *store.GetTaskParams) ([]byte, error)
 	Ping(ctx context.Context) error
 	Fork(name string, opts store.ForkOptions) (store.Store, error)
 	store.Schedules

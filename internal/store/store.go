@@ -126,6 +126,8 @@ type Reader interface {
 	ListTasks(ctx context.Context, params *ListTasksParams) ([]*dockettype.Task, error)
 	ListEvents(ctx context.Context, params *GetTaskParams) ([]dockettype.Event, error)
 	ListEvidence(ctx context.Context, params *GetTaskParams) ([]dockettype.Evidence, error)
+	// GetInput returns the task's input exactly as admitted.
+	GetInput(ctx context.Context, params *GetTaskParams) ([]byte, error)
 }
 
 // Cleaner deletes finished work past its retention.

@@ -110,6 +110,15 @@ func (s *Store) ListEvents(ctx context.Context, p *store.GetTaskParams) ([]docke
 	})
 }
 
+// GetInput reads the task's input from its immutable record.
+func (s *Store) GetInput(ctx context.Context, p *store.GetTaskParams) ([]byte, error) {
+	return read(ctx, s.b, "get_input", func(q Querier) ([]byte, error) {
+		var input []byte
+		_, err := one(q, scanInto(&input), "SELECT input FROM tasks WHERE id = $1 AND tenant = $2", p.TaskID, p.Tenant)
+		return input, err
+	})
+}
+
 // ListEvidence returns the task's evidence, oldest first.
 func (s *Store) ListEvidence(ctx context.Context, p *store.GetTaskParams) ([]dockettype.Evidence, error) {
 	return read(ctx, s.b, "list_evidence", func(q Querier) ([]dockettype.Evidence, error) {

@@ -7,6 +7,13 @@ import (
 	"github.com/docket-dev/docket/internal/store"
 )
 
+func (s *Store) GetInput(ctx context.Context, p *store.GetTaskParams) ([]byte, error) {
+	if err := s.before(ctx, "get_input"); err != nil {
+		return nil, err
+	}
+	return s.inner.GetInput(ctx, p)
+}
+
 func (s *Store) Retry(ctx context.Context, p *store.RetryParams) ([]store.RetryResult, error) {
 	if err := s.before(ctx, "retry"); err != nil {
 		return nil, err

@@ -62,6 +62,13 @@ func (su suite) testRetry(t *testing.T) {
 		if ev.Code != dockettype.CodeRetried || ev.By == nil || *ev.By != operator || !ev.At.Equal(now) {
 			t.Errorf("retry event: code %q by %v at %v, want %s by %v at %v", ev.Code, ev.By, ev.At, dockettype.CodeRetried, operator, now)
 		}
+		// Its input is as admitted, for its tenant only.
+		if in, err := s.GetInput(t.Context(), &store.GetTaskParams{Tenant: tenantA, TaskID: c.Task.ID}); err != nil || !bytes.Equal(in, input) {
+			t.Errorf("GetInput = %q, %v; want %q", in, err, input)
+		}
+		if _, err := s.GetInput(t.Context(), &store.GetTaskParams{Tenant: tenantB, TaskID: c.Task.ID}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetInput of another tenant's task: %v, want ErrNotFound", err)
+		}
 		// The same key still answers with this task.
 		wantBound(t, s, now, it, c.Task.ID)
 
