@@ -9,7 +9,7 @@
 # postgres://postgres@127.0.0.1:5432). The script creates a database on it
 # and drops it at the end; it needs psql, curl and python3. Environment:
 # DOCKET (the binary, default ./docket), CLIENTS (concurrent batch clients,
-# default 4).
+# default 4), KEEP_DB (keep the database), SKIP_RETRY (stop after step 2).
 #
 # 1. A server with no workers admits N demo.fail tasks (max_attempts 1) in
 #    batches of 1,000 from CLIENTS clients: the admission time.
@@ -44,7 +44,7 @@ stop() {
 }
 cleanup() {
   stop
-  psql -qAt "$server/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null || true
+  [ -n "${KEEP_DB:-}" ] && echo "kept database $db" >&2 || psql -qAt "$server/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -106,6 +106,7 @@ done
 [ "$failed" -ge "$n" ] || { echo "only $failed of $n tasks failed within an hour" >&2; exit 1; }
 stop
 
+[ -n "${SKIP_RETRY:-}" ] && exit 0
 start serve3.log --online-workers -1
 t0=$(date +%s.%N)
 job=$("$docket" bulk retry --url "$base" --key "$key" --state failed --workflow demo.fail --wait 1h --json)

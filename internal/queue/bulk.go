@@ -165,7 +165,7 @@ func (s *Service) applyBulk(ctx context.Context, st bulkActor, job *store.BulkJo
 		if len(todo) == 0 {
 			return c, nil
 		}
-		out, err := s.retryMatched(ctx, st, job.By, todo)
+		out, err := s.retryMatched(ctx, st, job.By, todo, true)
 		if err != nil {
 			return c, err
 		}

@@ -37,7 +37,7 @@ func (s *Service) Retry(ctx context.Context, p dockettype.Principal, id string) 
 	if len(found) == 0 {
 		return nil, dockettype.NewError(dockettype.CodeNotFound, "task not found")
 	}
-	out, err := s.retryMatched(ctx, s.store, actorOf(p), found)
+	out, err := s.retryMatched(ctx, s.store, actorOf(p), found, false)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ type retried struct {
 // retryMatched retries matched tasks in one store transaction: each
 // workflow is resolved now, as an admission resolves it, for the queue the
 // task waits in. The error concerns the whole call (the store failed).
-func (s *Service) retryMatched(ctx context.Context, st retrier, by dockettype.Actor, tasks []store.MatchedTask) ([]retried, error) {
+func (s *Service) retryMatched(ctx context.Context, st retrier, by dockettype.Actor, tasks []store.MatchedTask, quiet bool) ([]retried, error) {
 	out := make([]retried, len(tasks))
 	queues := map[string]store.Queue{}
 	refused := map[string]error{}
@@ -97,7 +97,7 @@ func (s *Service) retryMatched(ctx context.Context, st retrier, by dockettype.Ac
 		return out, nil
 	}
 	qctx, cancel := s.query(ctx)
-	res, err := st.Retry(qctx, &store.RetryParams{Now: s.clock.Now(), By: by, Items: items})
+	res, err := st.Retry(qctx, &store.RetryParams{Now: s.clock.Now(), By: by, Items: items, Quiet: quiet})
 	cancel()
 	if err != nil {
 		return nil, s.storeFailure(ctx, "retry", err)
@@ -114,8 +114,11 @@ func (s *Service) retryMatched(ctx context.Context, st retrier, by dockettype.Ac
 				s.wake(it.Queue)
 			}
 		case store.NotRetryable:
-			o.Err = dockettype.NewError(dockettype.CodeNotRetryable,
-				fmt.Sprintf("a %s task cannot be retried: only failed, timed_out and cancelled ones", r.Task.State))
+			msg := "only a failed, timed_out or cancelled task can be retried"
+			if r.Task != nil {
+				msg = fmt.Sprintf("a %s task cannot be retried: only failed, timed_out and cancelled ones", r.Task.State)
+			}
+			o.Err = dockettype.NewError(dockettype.CodeNotRetryable, msg)
 		case store.RetryNotFound:
 			o.Err = dockettype.NewError(dockettype.CodeNotFound, "task not found")
 		case store.RetryQueueFull:

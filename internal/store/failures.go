@@ -67,6 +67,9 @@ type RetryParams struct {
 	Now   time.Time
 	By    dockettype.Actor
 	Items []*RetryItem
+	// Quiet answers outcomes only (RetryResult.Task nil), for a bulk retry
+	// that counts them: the transaction reads no task back.
+	Quiet bool
 }
 
 // RetryItem is one task to queue again.

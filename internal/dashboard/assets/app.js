@@ -17,13 +17,14 @@ import { navigated } from "./refresh.js";
 import { home, register, route, showView } from "./router.js";
 import { forgetKey, keepKey, session, storedKey } from "./session.js";
 import { admin } from "./view_admin.js";
+import { deadletters } from "./view_deadletters.js";
 import { overview } from "./view_overview.js";
 import { task } from "./view_task.js";
 import { tasks } from "./view_tasks.js";
 import { workers } from "./view_workers.js";
 import { workflows } from "./view_workflows.js";
 
-const views = [overview, tasks, task, workflows, workers, admin];
+const views = [overview, tasks, task, deadletters, workflows, workers, admin];
 
 // detectRole checks the key (a one-task list) and its role: the admin API
 // answers 403 to a member key.

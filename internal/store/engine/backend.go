@@ -143,7 +143,8 @@ type transitionSteps interface {
 	// evidence and idempotency binding.
 	DeleteTasks(ids []string) error
 	// Revive makes each row's task, if it is still failed, timed_out or
-	// cancelled, live again in the row's Queue: its result row goes, and
+	// cancelled and of the row's tenant and pool, live again in the row's
+	// Queue: its result row goes, and
 	// its live row is queued and ready (attempt 0, the result's epoch+1, a
 	// deadline of its original timeout from now). It returns the rows it
 	// changed, From the state the task left.
@@ -158,9 +159,11 @@ type Finished struct {
 	TaskID, Tenant string
 }
 
-// Revive queues a terminal task again (a retry).
+// Revive queues a terminal task again (a retry), if it is of Tenant and
+// of Queue's pool.
 type Revive struct {
 	TaskID string
+	Tenant string
 	Queue  store.Queue
 }
 

@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -43,11 +42,14 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) ([]store.RetryR
 	return out, nil
 }
 
-// retry decides and writes one retry transaction.
+// retry decides and writes one retry transaction. The tasks' states are
+// read first (a primary-key probe each); the tenant and pool of each item
+// are checked by the revive itself, and only a call that wants the tasks
+// back (not Quiet) reads them.
 func retry(tx Tx, p *store.RetryParams) ([]store.RetryResult, error) {
 	out := make([]store.RetryResult, len(p.Items))
 	ids := taskIDs(p.Items, func(it *store.RetryItem) string { return it.TaskID })
-	tasks, err := tx.ReadTasks(ids)
+	states, err := tx.States(ids)
 	if err != nil {
 		return nil, err
 	}
@@ -56,97 +58,96 @@ func retry(tx Tx, p *store.RetryParams) ([]store.RetryResult, error) {
 	var tenants []string
 	seen := map[string]bool{}
 	for i, it := range p.Items {
-		t := tasks[it.TaskID]
+		st, ok := states[it.TaskID]
 		switch {
-		case t == nil || t.Tenant != it.Tenant:
+		case !ok:
 			out[i] = store.RetryResult{Outcome: store.RetryNotFound}
-		case !retryable(t.State) || seen[it.TaskID]:
-			out[i] = store.RetryResult{Outcome: store.NotRetryable, Task: t}
-		case it.Queue.Pool() != t.Pool:
-			return nil, invalid("retry", fmt.Sprintf("queue %q is not of the task's pool %q", it.Queue, t.Pool))
+		case !retryable(st) || seen[it.TaskID]:
+			out[i] = store.RetryResult{Outcome: store.NotRetryable}
 		default:
 			seen[it.TaskID] = true
 			candidates = append(candidates, i)
-			pools = append(pools, t.Pool)
-			tenants = append(tenants, t.Tenant)
+			pools = append(pools, it.Queue.Pool())
+			tenants = append(tenants, it.Tenant)
 		}
-	}
-	if len(candidates) == 0 {
-		return out, nil
-	}
-	gates, err := tx.LockGates(sortedUnique(pools), sortedUnique(tenants))
-	if err != nil {
-		return nil, err
 	}
 	var rows []Revive
-	for _, i := range candidates {
-		it, t := p.Items[i], tasks[p.Items[i].TaskID]
-		switch take(gates, &store.AdmitItem{Pool: t.Pool, Tenant: t.Tenant, PoolCapacity: it.PoolCapacity}) {
-		case store.QueueFull:
-			out[i] = store.RetryResult{Outcome: store.RetryQueueFull}
-		case store.TenantQuotaExceeded:
-			out[i] = store.RetryResult{Outcome: store.RetryTenantQuotaExceeded}
-		default:
-			rows = append(rows, Revive{TaskID: it.TaskID, Queue: it.Queue})
+	revived := map[string]bool{}
+	if len(candidates) > 0 {
+		gates, err := tx.LockGates(sortedUnique(pools), sortedUnique(tenants))
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range candidates {
+			it := p.Items[i]
+			switch take(gates, &store.AdmitItem{Pool: it.Queue.Pool(), Tenant: it.Tenant, PoolCapacity: it.PoolCapacity}) {
+			case store.QueueFull:
+				out[i] = store.RetryResult{Outcome: store.RetryQueueFull}
+			case store.TenantQuotaExceeded:
+				out[i] = store.RetryResult{Outcome: store.RetryTenantQuotaExceeded}
+			default:
+				rows = append(rows, Revive{TaskID: it.TaskID, Tenant: it.Tenant, Queue: it.Queue})
+			}
 		}
 	}
-	if len(rows) == 0 {
-		return out, nil
-	}
-	slices.SortFunc(rows, func(a, b Revive) int { return cmp.Compare(a.TaskID, b.TaskID) })
-	moved, err := tx.Revive(rows, p.Now)
-	if err != nil {
-		return nil, err
-	}
-	c := newChanges()
-	inFlight := map[counterKey]int64{}
-	revived := make(map[string]bool, len(moved))
-	for _, m := range moved {
-		c.events = append(c.events, Event{TaskID: m.TaskID, From: m.From, To: dockettype.StateQueued,
-			Epoch: m.Epoch, Code: dockettype.CodeRetried, By: p.By})
-		c.ready(m.Queue, m.Tenant, 1)
-		inFlight[counterKey{ScopePool, string(m.Queue.Pool())}]++
-		inFlight[counterKey{ScopeTenant, m.Tenant}]++
-		revived[m.TaskID] = true
-	}
-	if len(inFlight) > 0 {
-		deltas := make([]CounterDelta, 0, len(inFlight))
-		for k, n := range inFlight {
-			deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: n})
+	if len(rows) > 0 {
+		slices.SortFunc(rows, func(a, b Revive) int { return cmp.Compare(a.TaskID, b.TaskID) })
+		moved, err := tx.Revive(rows, p.Now)
+		if err != nil {
+			return nil, err
 		}
-		slices.SortFunc(deltas, func(a, b CounterDelta) int {
-			return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Key, b.Key))
-		})
-		if err := tx.AddInFlight(deltas, false); err != nil {
+		c := newChanges()
+		inFlight := map[counterKey]int64{}
+		for _, m := range moved {
+			c.events = append(c.events, Event{TaskID: m.TaskID, From: m.From, To: dockettype.StateQueued,
+				Epoch: m.Epoch, Code: dockettype.CodeRetried, By: p.By})
+			c.ready(m.Queue, m.Tenant, 1)
+			inFlight[counterKey{ScopePool, string(m.Queue.Pool())}]++
+			inFlight[counterKey{ScopeTenant, m.Tenant}]++
+			revived[m.TaskID] = true
+		}
+		if len(inFlight) > 0 {
+			deltas := make([]CounterDelta, 0, len(inFlight))
+			for k, n := range inFlight {
+				deltas = append(deltas, CounterDelta{Scope: k.scope, Key: k.key, N: n})
+			}
+			slices.SortFunc(deltas, func(a, b CounterDelta) int {
+				return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Key, b.Key))
+			})
+			if err := tx.AddInFlight(deltas, false); err != nil {
+				return nil, err
+			}
+		}
+		if err := c.flush(tx, p.Now); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.flush(tx, p.Now); err != nil {
-		return nil, err
-	}
-	// Every candidate is answered as it is now: revived, or changed by
-	// another transaction since it was read.
-	var reread []string
-	for _, r := range rows {
-		reread = append(reread, r.TaskID)
-	}
-	now, err := tx.ReadTasks(reread)
-	if err != nil {
-		return nil, err
-	}
+	// A candidate not revived was changed by another transaction since its
+	// state was read, or is not of the item's tenant or pool.
 	for i, it := range p.Items {
 		if out[i].Outcome != 0 {
 			continue
 		}
-		t := now[it.TaskID]
-		if t == nil {
-			out[i] = store.RetryResult{Outcome: store.RetryNotFound}
-			continue
-		}
 		if revived[it.TaskID] {
-			out[i] = store.RetryResult{Outcome: store.Retried, Task: t}
+			out[i].Outcome = store.Retried
 		} else {
-			out[i] = store.RetryResult{Outcome: store.NotRetryable, Task: t}
+			out[i].Outcome = store.NotRetryable
+		}
+	}
+	if p.Quiet {
+		return out, nil
+	}
+	tasks, err := tx.ReadTasks(ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range p.Items {
+		t := tasks[it.TaskID]
+		switch {
+		case t == nil || t.Tenant != it.Tenant:
+			out[i] = store.RetryResult{Outcome: store.RetryNotFound}
+		case out[i].Outcome == store.Retried, out[i].Outcome == store.NotRetryable:
+			out[i].Task = t
 		}
 	}
 	return out, nil

@@ -696,14 +696,16 @@ func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
 	return nil
 }
 
-// reviveSQL deletes the result rows among $1 that are still retryable and
-// inserts their live rows in the queues $2, at $3: queued and ready,
+// reviveSQL deletes the result rows among $1 that are still retryable, of
+// the tenants $4 and of the pools $5, and inserts their live rows in the
+// queues $2, at $3: queued and ready,
 // attempt 0, the result's epoch+1, the original timeout from now.
 const reviveSQL = `WITH u AS (
-		SELECT * FROM unnest($1::text[], $2::text[]) AS u (id, queue)
+		SELECT * FROM unnest($1::text[], $2::text[], $4::text[], $5::text[]) AS u (id, queue, tenant, pool)
 	), gone AS (
-		DELETE FROM task_results r USING u
+		DELETE FROM task_results r USING u, tasks t
 		WHERE r.task_id = ANY($1) AND r.task_id = u.id AND r.state IN ('failed', 'timed_out', 'cancelled')
+			AND r.tenant = u.tenant AND t.id = u.id AND t.pool = u.pool
 		RETURNING r.task_id, r.state, r.lease_epoch, u.queue
 	), live AS (
 		INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch, deadline_at, created_at)
@@ -716,11 +718,12 @@ const reviveSQL = `WITH u AS (
 
 // Revive makes retryable terminal tasks live again, in one statement.
 func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error) {
-	ids, queues := make([]string, len(rows)), make([]string, len(rows))
+	n := len(rows)
+	ids, queues, tenants, pools := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, r := range rows {
-		ids[i], queues[i] = r.TaskID, string(r.Queue)
+		ids[i], queues[i], tenants[i], pools[i] = r.TaskID, string(r.Queue), r.Tenant, string(r.Queue.Pool())
 	}
-	res, err := t.query(reviveSQL, ids, queues, ts(now))
+	res, err := t.query(reviveSQL, ids, queues, ts(now), tenants, pools)
 	if err != nil {
 		return nil, err
 	}
