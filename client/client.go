@@ -276,6 +276,19 @@ func (c *Client) Cancel(ctx context.Context, id string) (*dockettype.Task, error
 	return &t, nil
 }
 
+// Retry queues a failed, timed_out or cancelled task again and returns it:
+// same ID, input and idempotency key, its attempt budget renewed. A task
+// that succeeded or is not terminal is an *Error with code not_retryable;
+// a full pool or tenant is queue_full or tenant_quota_exceeded (429, with
+// Retry-After), as for a submission.
+func (c *Client) Retry(ctx context.Context, id string) (*dockettype.Task, error) {
+	var t dockettype.Task
+	if _, err := c.do(ctx, http.MethodPost, taskPath(id)+"/retry", nil, nil, nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 // Events returns the task's state transitions, oldest first.
 func (c *Client) Events(ctx context.Context, id string) ([]dockettype.Event, error) {
 	var out struct {

@@ -16,6 +16,7 @@ const (
 	CodeIdempotencyConflict Code = "idempotency_conflict"  // 409: key reused with a different request
 	CodeBuiltinWorkflow     Code = "builtin_workflow"      // 409: the name is a workflow compiled into the server (it cannot be registered or removed as a remote one)
 	CodeQueueFull           Code = "queue_full"            // 429: the pool's capacity is reached
+	CodeNotRetryable        Code = "not_retryable"         // 409: retry of a task that succeeded or is not terminal
 	CodeTenantQuotaExceeded Code = "tenant_quota_exceeded" // 429: the tenant's in-flight limit is reached
 	// 429: the tenant keeps as many bytes (inputs, results, evidence) as
 	// its storage quota allows; retention frees them.
@@ -42,6 +43,7 @@ const (
 	CodeShutdown         Code = "shutdown"          // task: the node stopped before the task finished
 	CodeResultTooLarge   Code = "result_too_large"  // task: the workflow's result is over the server's limit
 	CodeDependencyFailed Code = "dependency_failed" // task: a task it depends on failed, timed out or was cancelled
+	CodeRetried          Code = "retried"           // event: a client queued the terminal task again (POST /v1/tasks/{id}/retry, a bulk retry)
 
 	CodeStaleLease Code = "stale_lease" // internal, metric: a fenced write was refused
 )
@@ -49,11 +51,11 @@ const (
 // Codes lists the closed set, in documentation order.
 var Codes = []Code{
 	CodeUnauthenticated, CodeForbidden, CodeInvalidRequest, CodeUnknownWorkflow,
-	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeBuiltinWorkflow, CodeQueueFull,
+	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeBuiltinWorkflow, CodeNotRetryable, CodeQueueFull,
 	CodeTenantQuotaExceeded, CodeStorageQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal,
 	CodeStoreCorrupt, CodeWritesFailing, CodeInvalidDependency,
 	CodeLeaseLost, CodeWorkerPanic, CodeDeadlineExceeded, CodeCancelled,
-	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeResultTooLarge, CodeDependencyFailed, CodeStaleLease,
+	CodeWorkflowError, CodeInvalidInput, CodeShutdown, CodeResultTooLarge, CodeDependencyFailed, CodeRetried, CodeStaleLease,
 }
 
 // Known reports whether c is in the closed set.

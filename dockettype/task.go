@@ -53,6 +53,16 @@ type Event struct {
 	Epoch  int64     `json:"epoch"`
 	Code   Code      `json:"code,omitempty"`
 	At     time.Time `json:"at"`
+	// By is who made the transition, when a client did (a retry): the
+	// key's ID and role.
+	By *Actor `json:"by,omitempty"`
+}
+
+// Actor is the API key behind a client's change: its ID and role, never
+// the key.
+type Actor struct {
+	KeyID string `json:"key_id"`
+	Role  Role   `json:"role"`
 }
 
 // Evidence is one item a workflow recorded while running a task.

@@ -38,6 +38,7 @@ var commandHelp = map[string]struct{ args, summary string }{
 	"submit":             {"--workflow W [flags]", "Submit a task and print it (with --wait, once it has finished)."},
 	"get":                {"[flags] ID", "Show a task; with --wait, wait for it to finish first."},
 	"cancel":             {"[flags] ID", "Cancel a queued or running task and show it."},
+	"retry":              {"[flags] ID", "Queue a failed, timed-out or cancelled task again (same ID, input and idempotency key, its attempts renewed) and show it."},
 	"list":               {"[flags]", "List your tenant's tasks, newest first: a table on a terminal, the API's JSON otherwise (or with --json)."},
 	"events":             {"[flags] ID", "Show a task's history."},
 	"evidence":           {"[flags] ID", "Show the evidence a task's workflow recorded."},

@@ -51,6 +51,11 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   submit                submit a task
   get ID                show a task (--wait to wait for it to finish)
   cancel ID             cancel a task
+  retry ID              queue a failed, timed-out or cancelled task again
+  bulk cancel|retry|delete --state S --workflow W ...
+                        act on every task a filter matches, as a job;
+                        also status ID, stop ID
+  dead-letters          failed tasks grouped by workflow and error code
   list                  list tasks
   events ID             show a task's history
   evidence ID           show a task's evidence
@@ -94,6 +99,9 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	// Hidden: a remote worker process of faultcheck's remote scenario.
 	"faultcheck-worker": faultcheckWorkerCmd,
 	"version":           versionCmd,
+	"retry":             retryCmd,
+	"bulk":              bulkCmd,
+	"dead-letters":      deadLettersCmd,
 }
 
 // run executes one command and returns the process exit code: 0, 1 when

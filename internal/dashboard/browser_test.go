@@ -1153,3 +1153,60 @@ func TestDashboardSchedulesAndDependenciesInBrowser(t *testing.T) {
 		t.Errorf("console problems: %v", problems)
 	}
 }
+
+// An operator sees a failed task's input, retries it from its page, then
+// finds the failures grouped in the dead-letter view, retries the group in
+// bulk and discards it, in a real headless Chromium against a real server.
+func TestDashboardFailuresInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	url, adminKey := startServer(t)
+	a := newAPI(t, url)
+	var ids []string
+	for i := range 3 {
+		task := a.submit(adminKey, fmt.Sprint("fail-", i), map[string]any{"workflow": "demo.fail",
+			"input": map[string]string{"code": "upstream_down"}, "max_attempts": 1})
+		if got := a.wait(adminKey, task.ID); got.State != dockettype.StateFailed {
+			t.Fatalf("demo.fail task %s, want failed", got.State)
+		}
+		ids = append(ids, task.ID)
+	}
+	b.signInAsAdmin(url, adminKey)
+
+	// The task page shows the input as admitted, and a Retry button.
+	b.goTo("#/tasks/" + ids[0])
+	b.until("see the task fail", `document.querySelector("#task-state").dataset.state === "failed"`)
+	b.until("see its input", `document.querySelector("#task-input").textContent.includes("upstream_down")`)
+	if !b.visible("#task-retry") || b.visible("#task-cancel") {
+		t.Error("a failed task's page shows no Retry button, or a Cancel one")
+	}
+	b.do("retry it", chromedp.Click(chromedp.ID("task-retry")))
+	b.until("see the retry answered", `document.querySelector("#task-cancel-answer").textContent.startsWith("Retried")`)
+	b.until("see the retried event", `Array.from(document.querySelectorAll("#task-timeline code")).some(c => c.textContent === "retried")`)
+	b.until("see it fail again", `document.querySelector("#task-state").dataset.state === "failed"`)
+
+	// The dead letters: one group of three, retried in bulk, then discarded.
+	b.do("open the dead letters", chromedp.Click(chromedp.ID("nav-deadletters")), chromedp.WaitVisible(chromedp.ID("view-deadletters")))
+	row := `#deadletters-table tr[data-workflow="demo.fail"][data-code="upstream_down"]`
+	b.until("see the group", fmt.Sprintf(`(() => { const r = document.querySelector(%q); return !!r && r.children[3].textContent === "3"; })()`, row))
+	b.do("retry the group", chromedp.Click(chromedp.CSS(row+" button:not(.danger)")))
+	b.until("see the bulk retry done", `document.querySelector("#deadletters-answer").dataset.state === "done"`)
+	if got := b.text("#deadletters-answer"); !strings.Contains(got, "3 retried") {
+		t.Errorf("bulk retry answer = %q, want 3 retried", got)
+	}
+	for _, id := range ids {
+		a.wait(adminKey, id) // each fails again
+	}
+	b.until("see the group again", fmt.Sprintf(`document.querySelector(%q) !== null`, row))
+	b.do("arm the discard", chromedp.Click(chromedp.CSS(row+" button.danger")))
+	if got := b.text(row + " button.danger"); got != "Confirm discard" {
+		t.Errorf("discard button after one click = %q, want Confirm discard", got)
+	}
+	b.do("discard the group", chromedp.Click(chromedp.CSS(row+" button.danger")))
+	b.until("see the discard done", `document.querySelector("#deadletters-answer").textContent.includes("3 discarded")`)
+	b.until("see no dead letter left", `document.querySelector("#deadletters-empty").offsetParent !== null`)
+	for _, id := range ids {
+		if st := a.call(http.MethodGet, "/v1/tasks/"+id, adminKey, "", nil, nil); st != http.StatusNotFound {
+			t.Errorf("discarded task %s: status %d, want 404", id, st)
+		}
+	}
+}

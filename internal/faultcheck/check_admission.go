@@ -6,7 +6,8 @@ import (
 	"github.com/docket-dev/docket/dockettype"
 )
 
-// checkAdmission replays admissions and terminal events of the run's tasks
+// checkAdmission replays admissions (and retries, which take a unit like
+// an admission) and terminal events of the run's tasks
 // in event-ID order and checks that the tasks in flight never exceed the
 // pool's capacity or a tenant's limit. The order is the commit order where
 // it matters: SQLite has one writer, and on PostgreSQL an admission takes
@@ -24,7 +25,7 @@ func checkAdmission(p *parsed, r *Result) {
 	for id, tv := range p.db {
 		for _, ev := range tv.Events {
 			switch {
-			case ev.From == "" && ev.To == dockettype.StateQueued:
+			case ev.From == "" && ev.To == dockettype.StateQueued, isRetry(ev):
 				steps = append(steps, step{ev.ID, tv.Task, +1, id})
 			case ev.To.Terminal():
 				steps = append(steps, step{ev.ID, tv.Task, -1, id})

@@ -23,6 +23,8 @@ func checkAttempts(p *parsed, r *Result) {
 				}
 			case isRelease(ev):
 				releases++
+			case isRetry(ev): // the attempts start over
+				claims, releases = 0, 0
 			}
 		}
 	}

@@ -53,6 +53,15 @@ func lifecycleProblems(tv *TaskView) []string {
 			out = append(out, fmt.Sprintf("event %d: %s→%s after one ending in %s", i, ev.From, ev.To, prev.To))
 			continue
 		}
+		if isRetry(ev) {
+			// Out of a terminal state, fencing the last lease, with the
+			// attempts renewed.
+			if ev.Epoch-prev.Epoch != 1 {
+				out = append(out, fmt.Sprintf("event %d: retry moves the epoch from %d to %d", i, prev.Epoch, ev.Epoch))
+			}
+			claims, releases = 0, 0
+			continue
+		}
 		rule, ok := transitions[[2]dockettype.State{ev.From, ev.To}]
 		if !ok {
 			if !prev.To.Terminal() { // after a terminal event: reported as an overwrite

@@ -119,6 +119,8 @@ func (f *fixture) attemptAt(id string, epoch int64) int {
 			}
 		case isRelease(ev):
 			releases++
+		case isRetry(ev):
+			claims, releases = 0, 0
 		}
 	}
 	return 1
@@ -440,4 +442,46 @@ func TestCheckFindsReservationLeaks(t *testing.T) {
 	r = Check(&CheckInput{Ops: f.ops, Snapshot: Snapshot{Store: f.db}, Execs: f.execs, Limits: f.limits,
 		TenantInFlight: map[string]int{"t1": 0}})
 	wantOnly(t, r, nil)
+}
+
+// A retry is the only way out of a terminal state: one terminal event per
+// stretch between retries is clean, two in a stretch are an overwrite.
+func TestCheckCountsTerminalEventsBetweenRetries(t *testing.T) {
+	f := newFixture(t)
+	f.limits.Tenants["t1"] = 1
+	f.ack("k1", "task-1")
+	tv := f.task("task-1", dockettype.StateSucceeded, 1,
+		[3]any{"", dockettype.StateQueued, 0},
+		[3]any{dockettype.StateQueued, dockettype.StateRunning, 1},
+		[3]any{dockettype.StateRunning, dockettype.StateFailed, 1},
+		[3]any{dockettype.StateFailed, dockettype.StateQueued, 2}, // retried
+		[3]any{dockettype.StateQueued, dockettype.StateRunning, 3},
+		[3]any{dockettype.StateRunning, dockettype.StateSucceeded, 3})
+	tv.Events[3].Code = dockettype.CodeRetried
+	tv.Task.Result = result("task-1", 3)
+	f.exec("task-1", 1, "fail")
+	f.exec("task-1", 3, "ok")
+	f.op(Op{Kind: OpRead, Tenant: "t1", TaskID: "task-1", Outcome: OK, Status: http.StatusOK, State: dockettype.StateFailed})
+	f.op(Op{Kind: OpRead, Tenant: "t1", TaskID: "task-1", Outcome: OK, Status: http.StatusOK, State: dockettype.StateSucceeded})
+	r := f.check()
+	wantOnly(t, r, nil)
+	if r.PeakInFlight["t1"] != 1 {
+		t.Errorf("peak in flight of t1 = %d, want 1 (the retry took the unit the failure gave back)", r.PeakInFlight["t1"])
+	}
+
+	g := newFixture(t)
+	g.ack("k2", "task-2")
+	tv = g.task("task-2", dockettype.StateSucceeded, 1,
+		[3]any{"", dockettype.StateQueued, 0},
+		[3]any{dockettype.StateQueued, dockettype.StateRunning, 1},
+		[3]any{dockettype.StateRunning, dockettype.StateFailed, 1},
+		[3]any{dockettype.StateFailed, dockettype.StateQueued, 2}, // retried
+		[3]any{dockettype.StateQueued, dockettype.StateCancelled, 3},
+		[3]any{dockettype.StateCancelled, dockettype.StateSucceeded, 3})
+	tv.Events[3].Code = dockettype.CodeRetried
+	g.exec("task-2", 1, "fail")
+	r = g.check()
+	if r.Anomalies[AnomalyOverwritten] != 1 {
+		t.Errorf("two terminal events after a retry: %d overwrites, want 1 (%q)", r.Anomalies[AnomalyOverwritten], r.Examples)
+	}
 }

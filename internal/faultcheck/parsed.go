@@ -220,6 +220,13 @@ func isRelease(ev dockettype.Event) bool {
 	return ev.From == dockettype.StateRunning && ev.To == dockettype.StateQueued && ev.Code == dockettype.CodeShutdown
 }
 
+// isRetry reports whether ev is a retry: a terminal task queued again by a
+// client (POST /v1/tasks/{id}/retry, a bulk retry). It is the only way out
+// of a terminal state, and it renews the attempt budget.
+func isRetry(ev dockettype.Event) bool {
+	return ev.From.Terminal() && ev.To == dockettype.StateQueued && ev.Code == dockettype.CodeRetried
+}
+
 // leaseEnd finds the claim of tv at epoch and returns the event that ended
 // that lease (the next one), or nil while it runs. claimed is false when no
 // claim set that epoch.

@@ -152,9 +152,9 @@ func TestAdminStats(t *testing.T) {
 				t.Errorf("scheduler %+v: inconsistent counters", sc)
 			}
 		}
-		want := []string{"deadline", "heartbeat", "recovery", "schedules", "workers"}
+		want := []string{"bulk", "deadline", "heartbeat", "recovery", "schedules", "workers"}
 		if db.Name == "postgres" { // the store vacuums its live table: a scheduler of the node
-			want = []string{"deadline", "heartbeat", "recovery", "schedules", "vacuum", "workers"}
+			want = []string{"bulk", "deadline", "heartbeat", "recovery", "schedules", "vacuum", "workers"}
 		}
 		if !slices.Equal(names, want) {
 			t.Errorf("schedulers = %v, want %v", names, want)

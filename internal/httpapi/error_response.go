@@ -37,6 +37,7 @@ var statusOf = map[dockettype.Code]int{
 	dockettype.CodeStoreCorrupt:         http.StatusServiceUnavailable,
 	dockettype.CodeWritesFailing:        http.StatusServiceUnavailable,
 	dockettype.CodeInvalidDependency:    http.StatusBadRequest,
+	dockettype.CodeNotRetryable:         http.StatusConflict,
 }
 
 type errorBody struct {

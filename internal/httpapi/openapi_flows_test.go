@@ -308,6 +308,45 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	do(request{method: http.MethodDelete, path: "/v1/admin/schedules/daily.report", key: admin}, valid).wantStatus(t, http.StatusOK)
 	do(request{method: http.MethodDelete, path: "/v1/admin/schedules/daily.report", key: admin}, valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
 
+	// Failures: a retry, the dead letters, bulk actions (started, followed,
+	// stopped; their completion is covered by the queue's and the CLI's
+	// tests).
+	failing := mustSubmit(t, s.URL, s.Key, "flow-fail", `{"workflow":"demo.fail","input":{"code":"upstream_down"},"max_attempts":1}`).ID
+	other, err := s.NewKey(t.Context(), "globex", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := do(get("/v1/tasks/"+failing+"?wait=10s", s.Key), valid).task(t).State; st != dockettype.StateFailed {
+		t.Fatalf("demo.fail task state = %s after the long poll", st)
+	}
+	do(get("/v1/tasks/"+failing+"/input", s.Key), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/tasks/"+failing+"/input", other), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	do(get("/v1/tasks/dead-letters", s.Key), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/tasks/dead-letters?tenant=other", s.Key), valid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(get("/v1/admin/dead-letters?tenant="+httpapitest.Tenant, admin), valid).wantStatus(t, http.StatusOK)
+	retried := do(post("/v1/tasks/"+failing+"/retry", s.Key, ""), valid)
+	retried.wantStatus(t, http.StatusOK)
+	if st := retried.task(t).State; st.Terminal() {
+		t.Errorf("retried task state = %s, want live", st)
+	}
+	do(post("/v1/tasks/"+task.ID+"/retry", s.Key, ""), valid).wantError(t, http.StatusConflict, dockettype.CodeNotRetryable)
+	do(post("/v1/tasks/0190f0c4-0000-7000-8000-000000000000/retry", s.Key, ""), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	job := do(post("/v1/tasks/bulk", s.Key, `{"action":"retry","filter":{"workflow":"demo.fail","state":"failed"}}`), valid)
+	job.wantStatus(t, http.StatusAccepted)
+	var jobBody struct{ ID string }
+	job.decode(t, &jobBody)
+	do(get("/v1/bulk/"+jobBody.ID, s.Key), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/bulk/"+jobBody.ID, other), valid).wantError(t, http.StatusNotFound, dockettype.CodeNotFound)
+	do(post("/v1/bulk/"+jobBody.ID+"/cancel", s.Key, ""), valid).wantStatus(t, http.StatusOK)
+	do(post("/v1/tasks/bulk", s.Key, `{"action":"explode"}`), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(post("/v1/tasks/bulk", s.Key, `{"action":"retry","filter":{"tenant":"globex"}}`), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+	adminJob := do(post("/v1/admin/bulk", admin, `{"action":"delete","filter":{"tenant":"`+httpapitest.Tenant+`","state":"failed","created_after":"2020-01-01T00:00:00Z"}}`), valid)
+	adminJob.wantStatus(t, http.StatusAccepted)
+	adminJob.decode(t, &jobBody)
+	do(get("/v1/admin/bulk/"+jobBody.ID, admin), valid).wantStatus(t, http.StatusOK)
+	do(post("/v1/admin/bulk/"+jobBody.ID+"/cancel", admin, ""), valid).wantStatus(t, http.StatusOK)
+	do(post("/v1/admin/bulk", s.Key, `{"action":"delete"}`), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+
 	// 503: the store is down for the API's task calls.
 	httpapitest.FailTasks(fs, true)
 	do(get("/readyz", ""), valid).wantError(t, http.StatusServiceUnavailable, dockettype.CodeStoreUnavailable)

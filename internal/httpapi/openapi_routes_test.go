@@ -18,7 +18,9 @@ func routeSet(t *testing.T) []string {
 	type anyRemote struct{ RemoteWorkers }
 	type anyWorkflows struct{ WorkflowAdmin }
 	type anySchedules struct{ ScheduleAdmin }
-	s := newServer(nil, nil, Options{Admin: anyAdmin{}, Node: anyNode{}, Remote: anyRemote{}, Workflows: anyWorkflows{}, Schedules: anySchedules{}})
+	type anyFailures struct{ FailureAdmin }
+	s := newServer(nil, nil, Options{Admin: anyAdmin{}, Node: anyNode{}, Remote: anyRemote{}, Workflows: anyWorkflows{},
+		Schedules: anySchedules{}, Failures: anyFailures{}})
 	var out []string
 	for _, rt := range s.routes() {
 		out = append(out, rt.method+" "+rt.path)

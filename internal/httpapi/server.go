@@ -52,6 +52,10 @@ type Executor interface {
 	Wait(ctx context.Context, p dockettype.Principal, id string, wait time.Duration) (*dockettype.Task, error)
 	List(ctx context.Context, p dockettype.Principal, req *queue.ListRequest) (*queue.ListResult, error)
 	Cancel(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error)
+	// Input returns the task's input exactly as admitted.
+	Input(ctx context.Context, p dockettype.Principal, id string) ([]byte, error)
+	// Retry queues a failed, timed_out or cancelled task again.
+	Retry(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error)
 	Events(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Event, error)
 	Evidence(ctx context.Context, p dockettype.Principal, id string) ([]dockettype.Evidence, error)
 	// Ready reports whether the store answers.
@@ -133,6 +137,9 @@ type Options struct {
 	// Schedules, when set with Admin, serves the admin API's schedule
 	// routes (periodic schedules).
 	Schedules ScheduleAdmin
+	// Failures, when set, serves the bulk actions and the dead-letter
+	// views (the admins' ones with Admin).
+	Failures FailureAdmin
 }
 
 // DefaultMaxWorkerWaits bounds the idle workers' claims held at once.
@@ -155,6 +162,7 @@ type server struct {
 	remote       RemoteWorkers
 	workflows    WorkflowAdmin
 	schedules    ScheduleAdmin
+	failures     FailureAdmin
 	log          *slog.Logger
 	metrics      *metrics.Metrics
 	clock        clockwork.Clock
@@ -222,6 +230,7 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		leaseTTL:     opts.LeaseTTL,
 		workflows:    opts.Workflows,
 		schedules:    opts.Schedules,
+		failures:     opts.Failures,
 		log:          opts.Logger.With("component", "http"),
 		metrics:      opts.Metrics,
 		spans:        newSpans(opts.TracerProvider),
@@ -288,8 +297,10 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/tasks", s.authenticated(s.list)},
 		{http.MethodGet, "/v1/tasks/{id}", s.authenticated(s.get)},
 		{http.MethodPost, "/v1/tasks/{id}/cancel", s.authenticated(s.cancel)},
+		{http.MethodPost, "/v1/tasks/{id}/retry", s.authenticated(s.retry)},
 		{http.MethodGet, "/v1/tasks/{id}/evidence", s.authenticated(s.evidence)},
 		{http.MethodGet, "/v1/tasks/{id}/events", s.authenticated(s.events)},
+		{http.MethodGet, "/v1/tasks/{id}/input", s.authenticated(s.input)},
 		{http.MethodGet, "/healthz", s.healthz},
 		{http.MethodGet, "/readyz", s.readyz},
 		{http.MethodGet, "/metrics", promHandler.ServeHTTP},
@@ -298,12 +309,13 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/ui/{file}", serveDashboardFile},
 	}
 	routes = append(routes, s.workerRoutes()...)
+	routes = append(routes, s.failureRoutes()...)
 	return append(routes, s.adminRoutes()...)
 }
 
 // shadowsWildcard lists the literal paths that a wildcard route of another
 // method also matches.
-var shadowsWildcard = map[string]bool{"/v1/tasks/batch": true}
+var shadowsWildcard = map[string]bool{"/v1/tasks/batch": true, "/v1/tasks/bulk": true, "/v1/tasks/dead-letters": true}
 
 // otherMethods returns the standard methods not in allowed.
 func otherMethods(allowed []string) []string {

@@ -59,7 +59,16 @@ type Config struct {
 	ScheduleInterval time.Duration
 	ScheduleBatch    int
 	ScheduleGrace    time.Duration
-	PollInterval     time.Duration // fallback claim poll when idle; default 1s
+	// BulkInterval is the period of the bulk scheduler, which advances the
+	// bulk jobs (default 500ms); each tick runs up to BulkBatches batches
+	// (default 100) of BulkBatch tasks (default 1000), BulkPause apart
+	// (default 10ms), under a lease of BulkLeaseTTL (default 30s).
+	BulkInterval time.Duration
+	BulkBatch    int
+	BulkBatches  int
+	BulkPause    time.Duration
+	BulkLeaseTTL time.Duration
+	PollInterval time.Duration // fallback claim poll when idle; default 1s
 	// WorkerFlushInterval is how often the node writes the remote workers
 	// it saw to the store (GET /v1/admin/workers); default 2s.
 	WorkerFlushInterval time.Duration
@@ -152,6 +161,11 @@ func (c *Config) setDefaults() error {
 	setDur(&c.ScheduleInterval, defaults.ScheduleInterval)
 	setInt(&c.ScheduleBatch, 100)
 	setDur(&c.ScheduleGrace, defaults.ScheduleGrace)
+	setDur(&c.BulkInterval, 500*time.Millisecond)
+	setInt(&c.BulkBatch, 1000)
+	setInt(&c.BulkBatches, 100)
+	setDur(&c.BulkPause, 10*time.Millisecond)
+	setDur(&c.BulkLeaseTTL, 30*time.Second)
 	setDur(&c.PollInterval, time.Second)
 	setDur(&c.WorkerFlushInterval, 2*time.Second)
 	setDur(&c.DefaultTimeout, defaults.DefaultTimeout)

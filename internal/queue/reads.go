@@ -118,9 +118,21 @@ func (s *Service) List(ctx context.Context, p dockettype.Principal, req *ListReq
 // unchanged. A running worker on this node is stopped at once and its late
 // result is fenced out by the epoch bump.
 func (s *Service) Cancel(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error) {
+	res, err := s.cancelTask(ctx, s.store, p.Tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return res.Task, nil
+}
+
+// cancelTask cancels one task of tenant through st and, when it changed,
+// stops its worker on this node and answers its long polls.
+func (s *Service) cancelTask(ctx context.Context, st interface {
+	Cancel(ctx context.Context, params *store.CancelParams) (*store.CancelResult, error)
+}, tenant, id string) (*store.CancelResult, error) {
 	qctx, cancel := s.query(ctx)
 	defer cancel()
-	res, err := s.store.Cancel(qctx, &store.CancelParams{Now: s.clock.Now(), Tenant: p.Tenant, TaskID: id})
+	res, err := st.Cancel(qctx, &store.CancelParams{Now: s.clock.Now(), Tenant: tenant, TaskID: id})
 	if err != nil {
 		return nil, s.storeFailure(ctx, "cancel", err)
 	}
@@ -131,7 +143,7 @@ func (s *Service) Cancel(ctx context.Context, p dockettype.Principal, id string)
 		}
 		s.waiters.notify(id)
 	}
-	return res.Task, nil
+	return res, nil
 }
 
 // Events returns the task's history.
@@ -143,6 +155,18 @@ func (s *Service) Events(ctx context.Context, p dockettype.Principal, id string)
 		return nil, s.storeFailure(ctx, "list_events", err)
 	}
 	return ev, nil
+}
+
+// Input returns the task's input exactly as admitted (the tenant's own
+// tasks only: another tenant's is not_found).
+func (s *Service) Input(ctx context.Context, p dockettype.Principal, id string) ([]byte, error) {
+	qctx, cancel := s.query(ctx)
+	defer cancel()
+	in, err := s.store.GetInput(qctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
+	if err != nil {
+		return nil, s.storeFailure(ctx, "get_input", err)
+	}
+	return in, nil
 }
 
 // Evidence returns the task's evidence.

@@ -28,9 +28,11 @@ type Store interface {
 	ListEvidence(ctx context.Context, params *store.GetTaskParams) ([]dockettype.Evidence, error)
 	DependencyResults(ctx context.Context, params *store.GetTaskParams) ([]dockettype.DependencyResult, error)
 	TaskStates(ctx context.Context, params *store.TaskStatesParams) (map[string]dockettype.State, error)
+	GetInput(ctx context.Context, params *store.GetTaskParams) ([]byte, error)
 	Ping(ctx context.Context) error
 	Fork(name string, opts store.ForkOptions) (store.Store, error)
 	store.Schedules
+	store.Failures
 }
 
 // Service is the ExecutionService: admission, reads and cancellation for the
@@ -82,6 +84,7 @@ type running struct {
 	cleaner    *Cleaner         // nil when Retention is Unlimited (< 0)
 	vacuum     *VacuumScheduler // nil unless the store vacuums (store.Vacuumer) and VacuumInterval > 0
 	schedules  *ScheduleScheduler
+	bulk       *BulkScheduler
 	listener   *notificationListener // nil when the store sends no notifications
 	clockSync  *clockSync            // nil unless Config.SyncClock
 	remote     store.Store           // the worker API's fork
@@ -161,7 +164,7 @@ func (s *Service) Start(ctx context.Context) error {
 	for _, p := range dockettype.Pools {
 		starts = append(starts, r.completers[p].Start, r.pools[p].Start)
 	}
-	starts = append(starts, r.recovery.Start, r.heartbeat.Start, r.deadline.Start, r.schedules.Start)
+	starts = append(starts, r.recovery.Start, r.heartbeat.Start, r.deadline.Start, r.schedules.Start, r.bulk.Start)
 	if r.cleaner != nil {
 		starts = append(starts, r.cleaner.Start)
 	}
@@ -279,6 +282,11 @@ func (s *Service) build() (*running, error) {
 	}
 	r.schedules = newScheduleScheduler(base("schedules"), sched(cfg.ScheduleInterval), cfg.ScheduleBatch, cfg.ScheduleGrace, f,
 		s.Submit, s.metrics, &s.signals.schedules)
+	if f, err = fork("bulk", one); err != nil {
+		return fail(err)
+	}
+	r.bulk = newBulkScheduler(base("bulk"), sched(cfg.BulkInterval), bulkConfig{Owner: cfg.NodeID, LeaseTTL: cfg.BulkLeaseTTL,
+		Batch: cfg.BulkBatch, Batches: cfg.BulkBatches, Pause: cfg.BulkPause}, f, s.applyBulk, s.metrics, &s.signals.bulk)
 	if cfg.Retention > 0 {
 		if f, err = fork("cleaner", one); err != nil {
 			return fail(err)
@@ -321,6 +329,7 @@ func (s *Service) Stop() {
 func (s *Service) stopAll(r *running) {
 	// A stopping node fires no more schedules (the other nodes do).
 	r.schedules.Stop()
+	r.bulk.Stop()
 	var wg sync.WaitGroup
 	for _, p := range r.pools {
 		wg.Go(p.Stop)

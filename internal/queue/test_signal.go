@@ -31,7 +31,7 @@ func (s *testSignal[T]) signal(v T) {
 // testSignals are every signal the service's components give. The Service
 // owns one set and hands each component the few it signals on.
 type testSignals struct {
-	recovery, heartbeat, deadline, cleaner, workers, schedules, vacuum schedulerSignals
+	recovery, heartbeat, deadline, cleaner, workers, schedules, vacuum, bulk schedulerSignals
 
 	idle       testSignal[dockettype.Pool] // a pool's claim loop went idle; its poll timer is armed
 	retrying   testSignal[dockettype.Pool] // a completer is waiting to retry a failed write; its timer is armed

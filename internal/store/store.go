@@ -25,6 +25,7 @@ type Store interface {
 	Workflows
 	Workers
 	Schedules
+	Failures
 
 	// Ping reports whether the database is reachable and usable: an error
 	// wrapping ErrCorrupt once any call found the database damaged, one
@@ -127,6 +128,8 @@ type Reader interface {
 	ListTasks(ctx context.Context, params *ListTasksParams) ([]*dockettype.Task, error)
 	ListEvents(ctx context.Context, params *GetTaskParams) ([]dockettype.Event, error)
 	ListEvidence(ctx context.Context, params *GetTaskParams) ([]dockettype.Evidence, error)
+	// GetInput returns the task's input exactly as admitted.
+	GetInput(ctx context.Context, params *GetTaskParams) ([]byte, error)
 	// DependencyResults returns the outcome of each task the tenant's task
 	// depends on, in the order given at submission (none when it has no
 	// dependencies; ErrNotFound for another tenant's task).

@@ -17,6 +17,7 @@ import { navigated } from "./refresh.js";
 import { home, register, route, showView } from "./router.js";
 import { forgetKey, keepKey, session, storedKey } from "./session.js";
 import { admin } from "./view_admin.js";
+import { deadletters } from "./view_deadletters.js";
 import { overview } from "./view_overview.js";
 import { schedules } from "./view_schedules.js";
 import { task } from "./view_task.js";
@@ -24,7 +25,7 @@ import { tasks } from "./view_tasks.js";
 import { workers } from "./view_workers.js";
 import { workflows } from "./view_workflows.js";
 
-const views = [overview, tasks, task, workflows, workers, schedules, admin];
+const views = [overview, tasks, task, deadletters, workflows, workers, schedules, admin];
 
 // detectRole checks the key (a one-task list) and its role: the admin API
 // answers 403 to a member key.

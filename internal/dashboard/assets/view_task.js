@@ -1,5 +1,6 @@
-// One task: its fields, outcome, event timeline and evidence, followed
-// until it is terminal; a Cancel button while it is not.
+// One task: its fields, input, outcome, event timeline and evidence,
+// followed until it is terminal; a Cancel button while it is not, a Retry
+// button once it failed, timed out or was cancelled.
 
 import { api, APIError } from "./api.js";
 import { $, el, flash, say, show } from "./dom.js";
@@ -10,6 +11,9 @@ import { showing, taskHref } from "./router.js";
 const EVERY_MS = 2000;
 const DEPS_SHOWN = 50; // dependency links listed; the rest are counted
 
+// RETRYABLE are the states POST /v1/tasks/{id}/retry accepts.
+const RETRYABLE = new Set(["failed", "timed_out", "cancelled"]);
+
 let taskId = null; // the task on screen
 
 export const task = {
@@ -19,6 +23,7 @@ export const task = {
   menu: "tasks",
   wire() {
     $("task-cancel").addEventListener("click", cancelTask);
+    $("task-retry").addEventListener("click", retryTask);
   },
   async open({ id }) {
     const nav = navigation();
@@ -27,19 +32,37 @@ export const task = {
       say($("task-cancel-answer"), "");
       $("task-id").textContent = id;
       $("task-state").replaceChildren();
-      for (const n of ["task-fields", "task-outcome", "task-timeline", "task-depends-on"]) $(n).replaceChildren();
+      for (const n of ["task-fields", "task-outcome", "task-timeline", "task-depends-on", "task-input"]) $(n).replaceChildren();
       show($("task-deps"), false);
       $("task-evidence").tHead.replaceChildren();
       $("task-evidence").tBodies[0].replaceChildren();
     }
-    const terminal = await loadTask(id);
-    if (!terminal) {
-      every(nav, EVERY_MS, async () => {
-        if (await loadTask(id)) stopIf(nav);
-      });
-    }
+    loadInput(id);
+    follow(nav, id);
   },
 };
+
+// follow reads the task until it is terminal.
+async function follow(nav, id) {
+  const terminal = await loadTask(id);
+  if (!terminal) {
+    every(nav, EVERY_MS, async () => {
+      if (await loadTask(id)) stopIf(nav);
+    });
+  }
+}
+
+// loadInput shows the task's input as admitted (it never changes).
+async function loadInput(id) {
+  try {
+    const r = await api("GET", "/v1/tasks/" + encodeURIComponent(id) + "/input");
+    if (!showing("task") || taskId !== id) return;
+    $("task-input").textContent = JSON.stringify(r.data, null, 2);
+  } catch (e) {
+    if (!showing("task") || taskId !== id) return;
+    $("task-input").textContent = e instanceof APIError ? "(" + e.describe() + ")" : "";
+  }
+}
 
 // loadTask reads a task, its events and evidence and shows them; it
 // reports whether the task is terminal (nothing more will change).
@@ -59,6 +82,7 @@ async function loadTask(id) {
       show(missing, true);
       show($("task-body"), false);
       show($("task-cancel"), false);
+      show($("task-retry"), false);
       return true;
     }
     if (e instanceof APIError) flash("Task: " + e.describe());
@@ -80,6 +104,9 @@ function renderTask(t) {
   const cancel = $("task-cancel");
   show(cancel, !TERMINAL.has(t.state));
   cancel.disabled = false;
+  const retry = $("task-retry");
+  show(retry, RETRYABLE.has(t.state));
+  retry.disabled = false;
   const fields = [
     ["tenant", t.tenant], ["author", t.author], ["workflow", t.workflow], ["pool", t.pool],
     ["attempt", t.attempt + " of " + t.max_attempts], ["priority", t.priority],
@@ -166,4 +193,20 @@ async function cancelTask() {
     return;
   }
   await loadTask(id);
+}
+
+async function retryTask() {
+  const id = taskId;
+  const btn = $("task-retry");
+  const answer = $("task-cancel-answer");
+  btn.disabled = true;
+  try {
+    const r = await api("POST", "/v1/tasks/" + encodeURIComponent(id) + "/retry");
+    say(answer, "Retried: the task is " + r.data.state + " again, with its attempts renewed.", "good");
+  } catch (e) {
+    say(answer, "Retry refused — " + e.describe(), "bad");
+    btn.disabled = false;
+    return;
+  }
+  follow(navigation(), id);
 }

@@ -145,6 +145,32 @@ type transitionSteps interface {
 	// evidence and idempotency binding, and returns the bytes of inputs,
 	// results and evidence it deleted, per tenant.
 	DeleteTasks(ids []string) (map[string]int64, error)
+	// Revive makes each row's task, if it is still failed, timed_out or
+	// cancelled and of the row's tenant and pool, live again in the row's
+	// Queue: its result row goes, and
+	// its live row is queued and ready (attempt 0, the result's epoch+1, a
+	// deadline of its original timeout from now). It returns the rows it
+	// changed, From the state the task left.
+	Revive(rows []Revive, now time.Time) ([]Moved, error)
+	// ResultBytes returns the bytes of the result of each terminal task
+	// among ids (a task without a result row is absent).
+	ResultBytes(ids []string) (map[string]int64, error)
+	// LockFinished locks the result rows among ids in ID order and returns
+	// those tasks (terminal) with their tenant.
+	LockFinished(ids []string) ([]Finished, error)
+}
+
+// Finished is a terminal task of a tenant.
+type Finished struct {
+	TaskID, Tenant string
+}
+
+// Revive queues a terminal task again (a retry), if it is of Tenant and
+// of Queue's pool.
+type Revive struct {
+	TaskID string
+	Tenant string
+	Queue  store.Queue
 }
 
 type dependencySteps interface {
@@ -270,6 +296,7 @@ type Event struct {
 	From, To dockettype.State
 	Epoch    int64
 	Code     dockettype.Code
+	By       dockettype.Actor // who, for a client's change (a retry); zero otherwise
 }
 
 // End makes a live task terminal.

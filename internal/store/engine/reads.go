@@ -102,13 +102,27 @@ func (s *Store) ListEvents(ctx context.Context, p *store.GetTaskParams) ([]docke
 		}
 		return all(q, func(r Row) (dockettype.Event, error) {
 			var (
-				e              dockettype.Event
-				from, to, code string
+				e                   dockettype.Event
+				from, to, code      string
+				actorKey, actorRole string
 			)
-			err := r.Scan(&e.ID, &e.TaskID, &from, &to, &e.Epoch, &code, At(&e.At))
+			err := r.Scan(&e.ID, &e.TaskID, &from, &to, &e.Epoch, &code, At(&e.At), &actorKey, &actorRole)
 			e.From, e.To, e.Code = dockettype.State(from), dockettype.State(to), dockettype.Code(code)
+			if actorKey != "" {
+				e.By = &dockettype.Actor{KeyID: actorKey, Role: dockettype.Role(actorRole)}
+			}
 			return e, err
-		}, "SELECT id, task_id, from_state, to_state, epoch, code, at FROM task_events WHERE task_id = $1 ORDER BY id", p.TaskID)
+		}, `SELECT id, task_id, from_state, to_state, epoch, code, at, actor_key, actor_role
+			FROM task_events WHERE task_id = $1 ORDER BY id`, p.TaskID)
+	})
+}
+
+// GetInput reads the task's input from its immutable record.
+func (s *Store) GetInput(ctx context.Context, p *store.GetTaskParams) ([]byte, error) {
+	return read(ctx, s.b, "get_input", func(q Querier) ([]byte, error) {
+		var input []byte
+		_, err := one(q, scanInto(&input), "SELECT input FROM tasks WHERE id = $1 AND tenant = $2", p.TaskID, p.Tenant)
+		return input, err
 	})
 }
 

@@ -8,7 +8,7 @@ import "github.com/docket-dev/docket/dockettype"
 func taskColumns(result string) string {
 	return `t.id, t.tenant, t.author, t.workflow, t.pool, coalesce(q.state, r.state), t.priority,
 	coalesce(q.attempt, r.attempt), t.max_attempts, coalesce(q.lease_epoch, r.lease_epoch),
-	t.deadline_at, t.created_at, t.run_at, coalesce(q.started_at, r.started_at), r.finished_at,
+	coalesce(q.deadline_at, t.deadline_at), t.created_at, t.run_at, coalesce(q.started_at, r.started_at), r.finished_at,
 	t.trace_id, t.config_version, ` + result + `, coalesce(r.error_code, q.error_code),
 	coalesce(r.error_message, q.error_message), ` + waitingOnColumns
 }

@@ -609,9 +609,11 @@ func (t *txn) taskState(sql, tenant, id string) (dockettype.State, int64, bool, 
 // few old tasks that finished recently (long runs, far run_at, retries).
 func (t *txn) FinishedBefore(before time.Time, limit int) ([]string, error) {
 	// A task a live task depends on stays: its dependent reads its result.
+	// Locked, skipping the rows a retry holds: a task revived meanwhile is
+	// not deleted under it (see engine.Store.Retry).
 	rows, err := t.query(`SELECT task_id FROM task_results r WHERE finished_at < $1
 			AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN task_queue q ON q.id = d.task_id WHERE d.depends_on = r.task_id)
-		ORDER BY task_id LIMIT $2`, ts(before), limit)
+		ORDER BY task_id LIMIT $2 FOR UPDATE OF r SKIP LOCKED`, ts(before), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -702,16 +704,95 @@ func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
 	n := len(events)
 	ids, froms, tos, codes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	epochs := make([]int64, n)
+	var keys, roles []string // only when an event names its actor
 	for i, e := range events {
 		ids[i], froms[i], tos[i], epochs[i], codes[i] = e.TaskID, string(e.From), string(e.To), e.Epoch, string(e.Code)
+		if e.By.KeyID != "" && keys == nil {
+			keys, roles = make([]string, n), make([]string, n)
+		}
+		if keys != nil {
+			keys[i], roles[i] = e.By.KeyID, string(e.By.Role)
+		}
 	}
 	// One row per event, in the order given: an admission whose task ends
 	// in the same transaction (its dependency had already failed) writes
 	// two events for it.
-	t.later(`INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at)
-		SELECT e.task_id, e.from_state, e.to_state, e.epoch, e.code, $6
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY
-			AS e (task_id, from_state, to_state, epoch, code, ord)
-		ORDER BY e.ord`, ids, froms, tos, epochs, codes, ts(now))
+	if keys == nil {
+		t.later(`INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at)
+			SELECT e.task_id, e.from_state, e.to_state, e.epoch, e.code, $6
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY
+				AS e (task_id, from_state, to_state, epoch, code, ord)
+			ORDER BY e.ord`, ids, froms, tos, epochs, codes, ts(now))
+		return nil
+	}
+	t.later(`INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at, actor_key, actor_role)
+		SELECT e.task_id, e.from_state, e.to_state, e.epoch, e.code, $6, e.actor_key, e.actor_role
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $7::text[], $8::text[]) WITH ORDINALITY
+			AS e (task_id, from_state, to_state, epoch, code, actor_key, actor_role, ord)
+		ORDER BY e.ord`,
+		ids, froms, tos, epochs, codes, ts(now), keys, roles)
 	return nil
+}
+
+// reviveSQL deletes the result rows among $1 that are still retryable, of
+// the tenants $4 and of the pools $5, and inserts their live rows in the
+// queues $2, at $3: queued and ready,
+// attempt 0, the result's epoch+1, the original timeout from now.
+const reviveSQL = `WITH u AS (
+		SELECT * FROM unnest($1::text[], $2::text[], $4::text[], $5::text[]) AS u (id, queue, tenant, pool)
+	), gone AS (
+		DELETE FROM task_results r USING u, tasks t
+		WHERE r.task_id = ANY($1) AND r.task_id = u.id AND r.state IN ('failed', 'timed_out', 'cancelled')
+			AND r.tenant = u.tenant AND t.id = u.id AND t.pool = u.pool
+		RETURNING r.task_id, r.state, r.lease_epoch, u.queue
+	), live AS (
+		INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch, deadline_at, created_at)
+		SELECT t.id, t.tenant, g.queue, t.priority, 'queued', 0, t.max_attempts, g.lease_epoch + 1,
+			$3::timestamptz + (t.deadline_at - GREATEST(t.created_at, coalesce(t.run_at, t.created_at))), $3
+		FROM gone g CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = g.task_id OFFSET 0) t
+		RETURNING id, tenant, queue, lease_epoch
+	)
+	SELECT l.id, l.tenant, l.queue, g.state, l.lease_epoch, true FROM live l JOIN gone g ON g.task_id = l.id`
+
+// Revive makes retryable terminal tasks live again, in one statement.
+func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error) {
+	n := len(rows)
+	ids, queues, tenants, pools := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, r := range rows {
+		ids[i], queues[i], tenants[i], pools[i] = r.TaskID, string(r.Queue), r.Tenant, string(r.Queue.Pool())
+	}
+	res, err := t.query(reviveSQL, ids, queues, ts(now), tenants, pools)
+	if err != nil {
+		return nil, err
+	}
+	return collectMoved(res)
+}
+
+// ResultBytes returns the bytes of each result among ids.
+func (t *txn) ResultBytes(ids []string) (map[string]int64, error) {
+	rows, err := t.query(`SELECT task_id, coalesce(octet_length(result), 0)::bigint FROM task_results WHERE task_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(ids))
+	var id string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error {
+		out[id] = n
+		return nil
+	})
+	return out, err
+}
+
+// LockFinished locks the result rows among ids in ID order.
+func (t *txn) LockFinished(ids []string) ([]engine.Finished, error) {
+	rows, err := t.query(`SELECT task_id, tenant FROM task_results WHERE task_id = ANY($1) ORDER BY task_id FOR UPDATE`, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (engine.Finished, error) {
+		var f engine.Finished
+		err := r.Scan(&f.TaskID, &f.Tenant)
+		return f, err
+	})
 }

@@ -595,9 +595,9 @@ func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
 	rows := make([][]any, len(events))
 	nowMS := ms(now)
 	for i, e := range events {
-		rows[i] = []any{e.TaskID, string(e.From), string(e.To), e.Epoch, string(e.Code), nowMS}
+		rows[i] = []any{e.TaskID, string(e.From), string(e.To), e.Epoch, string(e.Code), nowMS, e.By.KeyID, string(e.By.Role)}
 	}
-	return t.insertRows("INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at)", "", 6, rows)
+	return t.insertRows("INSERT INTO task_events (task_id, from_state, to_state, epoch, code, at, actor_key, actor_role)", "", 8, rows)
 }
 
 func nullString(s string) any {
@@ -618,4 +618,78 @@ func (t *txn) Notify(ready []store.Queue, finished []string) error {
 		t.notes = append(t.notes, store.Notification{Finished: finished})
 	}
 	return nil
+}
+
+// ResultBytes returns the bytes of each result among ids.
+func (t *txn) ResultBytes(ids []string) (map[string]int64, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT task_id, coalesce(length(CAST(result AS BLOB)), 0) FROM task_results
+		WHERE task_id IN (SELECT value FROM json_each(?1))`, jsonArg(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]int64, len(ids))
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+// Revive makes retryable terminal tasks live again: their result rows go,
+// and their live rows are queued and ready (attempt 0, the result's
+// epoch+1, the original timeout from now).
+func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error) {
+	queues := make(map[string]string, len(rows))
+	list := make([][3]string, len(rows))
+	for i, r := range rows {
+		list[i], queues[r.TaskID] = [3]string{r.TaskID, r.Tenant, string(r.Queue.Pool())}, string(r.Queue)
+	}
+	res, err := t.tx.QueryContext(t.ctx, `DELETE FROM task_results WHERE task_id IN (
+			SELECT t.id FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0
+			WHERE t.tenant = j.value->>1 AND t.pool = j.value->>2)
+		AND state IN ('failed', 'timed_out', 'cancelled')
+		RETURNING task_id, tenant, state, lease_epoch + 1`, jsonArg(list))
+	if err != nil {
+		return nil, err
+	}
+	gone, err := collect(res, func(r *sql.Rows) (engine.Moved, error) {
+		var m engine.Moved
+		var from string
+		err := r.Scan(&m.TaskID, &m.Tenant, &from, &m.Epoch)
+		m.From, m.Queue, m.Ready = dockettype.State(from), store.Queue(queues[m.TaskID]), true
+		return m, err
+	})
+	if err != nil || len(gone) == 0 {
+		return nil, err
+	}
+	live := make([][]any, len(gone))
+	for i, m := range gone {
+		live[i] = []any{m.TaskID, string(m.Queue), m.Epoch}
+	}
+	nowMS := ms(now)
+	return gone, t.exec(`INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch,
+			deadline_at, created_at)
+		SELECT t.id, t.tenant, j.value->>1, t.priority, 'queued', 0, t.max_attempts, j.value->>2,
+			?2 + (t.deadline_at - max(t.created_at, coalesce(t.run_at, t.created_at))), ?2
+		FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0`, jsonArg(live), nowMS)
+}
+
+// LockFinished reads the results among ids: the write transaction is the
+// lock.
+func (t *txn) LockFinished(ids []string) ([]engine.Finished, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT task_id, tenant FROM task_results
+		WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id`, jsonArg(ids))
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r *sql.Rows) (engine.Finished, error) {
+		var f engine.Finished
+		err := r.Scan(&f.TaskID, &f.Tenant)
+		return f, err
+	})
 }

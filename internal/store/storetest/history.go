@@ -132,7 +132,7 @@ func sweepOverdue(t *testing.T, s store.Store, now time.Time) error {
 
 // wantHistory checks a terminal task against its events: one admission
 // event, a chain of transitions, epochs that never decrease, and exactly one
-// terminal event, the last, naming the task's state. Its reservation is
+// terminal event between retries, the last naming the task's state. Its reservation is
 // released.
 func wantHistory(t *testing.T, s store.Store, id string) {
 	t.Helper()
@@ -146,10 +146,19 @@ func wantHistory(t *testing.T, s store.Store, id string) {
 		t.Errorf("task %s: events %+v, want the first to be \"\"→queued epoch 0", id, evs)
 		return
 	}
+	// A retry is the only way out of a terminal state: terminal events are
+	// counted since the last one.
 	terminal := 0
 	for i, ev := range evs {
 		if ev.To.Terminal() {
 			terminal++
+		}
+		if ev.Code == dockettype.CodeRetried {
+			if !ev.From.Terminal() || ev.To != dockettype.StateQueued || terminal != 1 {
+				t.Errorf("task %s event %d: retry %s→%s after %d terminal events, want terminal→queued after one",
+					id, i, ev.From, ev.To, terminal)
+			}
+			terminal = 0
 		}
 		if i == 0 {
 			continue

@@ -41,6 +41,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Remote", su.testRemote)
 	t.Run("Schedules", su.testSchedules)
 	t.Run("Dependencies", su.testDependencies)
+	t.Run("Retry", su.testRetry)
+	t.Run("Bulk", su.testBulk)
 }
 
 type suite struct {

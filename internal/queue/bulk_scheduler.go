@@ -1,0 +1,128 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/docket-dev/docket/internal/metrics"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// bulkActor is the store calls a bulk job's actions make.
+type bulkActor interface {
+	retrier
+	Cancel(ctx context.Context, params *store.CancelParams) (*store.CancelResult, error)
+	DeleteTasks(ctx context.Context, params *store.DeleteTasksParams) ([]string, error)
+}
+
+// bulkStore is the store calls the bulk scheduler makes.
+type bulkStore interface {
+	bulkActor
+	LeaseBulkJob(ctx context.Context, params *store.LeaseBulkJobParams) (*store.BulkJob, error)
+	GetBulkJob(ctx context.Context, id string) (*store.BulkJob, error)
+	AdvanceBulkJob(ctx context.Context, params *store.AdvanceBulkJobParams) (bool, error)
+	MatchTasks(ctx context.Context, params *store.MatchTasksParams) ([]store.MatchedTask, error)
+}
+
+// bulkApplier applies a job's action to one batch (Service.applyBulk).
+type bulkApplier func(ctx context.Context, st bulkActor, job *store.BulkJob, tasks []store.MatchedTask) (bulkCounts, error)
+
+// bulkConfig bounds the bulk scheduler's work.
+type bulkConfig struct {
+	Owner    string        // this node, the lease owner
+	LeaseTTL time.Duration // a job's lease; renewed at every batch
+	Batch    int           // tasks per batch
+	Batches  int           // most batches per tick; the job's lease stays with this node for the next tick
+	Pause    time.Duration // between two batches, so that admissions get their turn
+}
+
+// BulkScheduler advances the bulk jobs (POST /v1/admin/bulk, POST
+// /v1/tasks/bulk). Every node runs one and there is no leader: a tick
+// leases the oldest running job no other node holds (store.BulkJobs), then
+// runs its batches: the next tasks of its filter in ID order after its
+// cursor, the action applied to them, and the cursor and counts recorded
+// with a compare-and-set on the job's version that renews the lease. A
+// cancelled job, or one another node took over after this one's lease
+// expired, refuses the write and this node moves on.
+//
+// A batch's action commits before its cursor does. A job cancelled while a
+// batch acts sees that batch through, uncounted. When a node dies in
+// between, the node that takes the job over runs that batch again, and
+// its tasks count as skipped (a retried task is queued by then, a
+// cancelled or deleted one is no longer there to act on). A task retried
+// in that batch that failed again meanwhile is retried a second time.
+type BulkScheduler struct {
+	schedulerLoop
+	store bulkStore
+	apply bulkApplier
+	cfg   bulkConfig
+}
+
+func newBulkScheduler(base baseService, cfg schedulerConfig, bc bulkConfig, st bulkStore, apply bulkApplier,
+	m *metrics.Metrics, sig *schedulerSignals) *BulkScheduler {
+	b := &BulkScheduler{store: st, apply: apply, cfg: bc}
+	b.schedulerLoop = newSchedulerLoop(base, cfg, m, sig, b.tick)
+	return b
+}
+
+func (b *BulkScheduler) tick(ctx context.Context) error {
+	qctx, cancel := b.query(ctx)
+	job, err := b.store.LeaseBulkJob(qctx, &store.LeaseBulkJobParams{Now: b.clock.Now(), Owner: b.cfg.Owner, TTL: b.cfg.LeaseTTL})
+	cancel()
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return b.batches(ctx, scanConfig{Batch: b.cfg.Batch, Batches: b.cfg.Batches, Pause: b.cfg.Pause},
+		func(ctx context.Context) (bool, error) { return b.batch(ctx, job) })
+}
+
+// batch runs one batch of job and records it; job's cursor and version
+// move on with it.
+func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob) (more bool, err error) {
+	// A job cancelled since the last batch stops before acting again (one
+	// cancelled while a batch acts still sees that batch through).
+	qctx, cancel := b.query(ctx)
+	now, err := b.store.GetBulkJob(qctx, job.ID)
+	cancel()
+	if err != nil || now.Version != job.Version || now.State != store.BulkRunning {
+		return false, err
+	}
+	qctx, cancel = b.query(ctx)
+	tasks, err := b.store.MatchTasks(qctx, &store.MatchTasksParams{Filter: job.Filter, After: job.Cursor, Limit: b.cfg.Batch})
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	counts, err := b.apply(ctx, b.store, job, tasks)
+	if err != nil {
+		return false, err
+	}
+	last := len(tasks) < b.cfg.Batch
+	cursor := job.Cursor
+	if len(tasks) > 0 {
+		cursor = tasks[len(tasks)-1].TaskID
+	}
+	qctx, cancel = b.query(ctx)
+	ok, err := b.store.AdvanceBulkJob(qctx, &store.AdvanceBulkJobParams{Now: b.clock.Now(), ID: job.ID, Version: job.Version,
+		Owner: b.cfg.Owner, TTL: b.cfg.LeaseTTL, Cursor: cursor, Last: last,
+		Matched: len(tasks), Done: counts.done, Skipped: counts.skipped, Failed: counts.failed})
+	cancel()
+	if err != nil || !ok {
+		return false, err // !ok: cancelled or taken over; the job is no longer this node's
+	}
+	job.Version++
+	job.Cursor = cursor
+	job.Matched += len(tasks)
+	job.Done += counts.done
+	job.Skipped += counts.skipped
+	job.Failed += counts.failed
+	if last {
+		b.log.InfoContext(ctx, "bulk job done", "job", job.ID, "matched", job.Matched, "done", job.Done,
+			"skipped", job.Skipped, "failed", job.Failed)
+	}
+	return !last, nil
+}
