@@ -72,6 +72,8 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	wait := durationFlag(fs, "wait", 0, "wait up to this long for the task to finish")
 	runAt := fs.String("run-at", "", "start the task no earlier than this RFC 3339 time (its deadline counts from it)")
 	delay := durationFlag(fs, "delay", 0, "start the task no earlier than this long from now (instead of --run-at)")
+	dependsOn := fs.String("depends-on", "", "comma-separated IDs of tasks this one waits for (it runs once all succeeded)")
+	onDepFail := fs.String("on-dependency-failure", "", `when a dependency fails, times out or is cancelled: "fail" (default) or "run"`)
 	asJSON := fs.Bool("json", !isTerminal(stdout), "print the API's JSON (the task); default: a summary on a terminal, JSON otherwise")
 	if _, err := parse(fs, args); err != nil {
 		return err
@@ -109,6 +111,7 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	res, err := c.Submit(ctx, &client.SubmitParams{
 		IdempotencyKey: *idem, Workflow: *wf, Input: in, Pool: dockettype.Pool(*pool),
 		TimeoutMS: *timeoutMS, Priority: *priority, MaxAttempts: *maxAttempts, RunAt: at,
+		DependsOn: splitList(*dependsOn), OnDependencyFailure: *onDepFail,
 	})
 	if err != nil {
 		return err
@@ -137,6 +140,12 @@ func printTaskSummary(w io.Writer, t *dockettype.Task) error {
 	row("created", "%s", t.CreatedAt.Local().Format(time.DateTime))
 	if t.RunAt != nil {
 		row("runs at", "%s", t.RunAt.Local().Format(time.DateTime))
+	}
+	if t.WaitingOn != "" {
+		row("waiting on", "%s", t.WaitingOn)
+	}
+	if len(t.DependsOn) > 0 {
+		row("depends on", "%s", strings.Join(t.DependsOn, ", "))
 	}
 	if t.FinishedAt != nil {
 		row("finished", "%s", t.FinishedAt.Local().Format(time.DateTime))
@@ -299,4 +308,15 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// splitList splits a comma-separated flag value, dropping empty entries.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -169,3 +169,18 @@ func TestSubmitJSONAndSummary(t *testing.T) {
 		t.Fatalf("submit --json=false: exit %d, stdout:\n%s\nstderr %q", code, out, errOut)
 	}
 }
+
+// submit --depends-on makes a task that waits; the summary says on what.
+func TestSubmitDependsOn(t *testing.T) {
+	s := stack(t)
+	first := submitTask(t, s, s.Key)
+	code, out, errOut := runCLI(t, "submit", "--url", s.URL, "--key", s.Key, "--workflow", "demo.echo",
+		"--depends-on", first.ID, "--on-dependency-failure", "run", "--json=false")
+	if code != 0 || !strings.Contains(out, "waiting on  dependencies\n") || !strings.Contains(out, "depends on  "+first.ID+"\n") {
+		t.Fatalf("submit --depends-on: exit %d, stdout:\n%s\nstderr %q", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, "submit", "--url", s.URL, "--key", s.Key, "--workflow", "demo.echo", "--depends-on", "no-such-task")
+	if code == 0 || !strings.Contains(errOut, "invalid_dependency") {
+		t.Fatalf("submit --depends-on an unknown task: exit %d, stderr %q; want invalid_dependency", code, errOut)
+	}
+}

@@ -1109,6 +1109,9 @@ func TestDashboardSchedulesAndDependenciesInBrowser(t *testing.T) {
 	}
 
 	b.signInAsAdmin(url, adminKey)
+	b.goTo("#/tasks")
+	b.until("see the waiting task in the list", `document.querySelector('#tasks-table tr[data-id="`+waiting.ID+`"] .waiting') !== null &&
+		document.querySelector('#tasks-table tr[data-id="`+waiting.ID+`"] .waiting').textContent.includes("waiting on dependencies")`)
 	b.goTo("#/tasks/" + waiting.ID)
 	b.until("see the dependency", `document.querySelector("#task-deps") && !document.querySelector("#task-deps").hidden`)
 	if txt := b.text("#task-fields"); !strings.Contains(txt, "dependencies") {

@@ -123,7 +123,7 @@ function renderTasks(list) {
       el("td", { class: "mono" }, el("a", { href: taskHref(t.id), title: t.id, text: shortId(t.id) })),
       el("td", { text: t.workflow }),
       el("td", { text: t.pool }),
-      el("td", {}, stateBadge(t.state)),
+      el("td", {}, stateBadge(t.state), t.waiting_on ? el("span", { class: "muted small waiting", text: " waiting on " + t.waiting_on }) : null),
       el("td", { class: "num", text: t.attempt + "/" + t.max_attempts }),
       el("td", { text: fmtTime(t.created_at) }),
       el("td", { class: "num duration", text: taskDuration(t, now) }),
