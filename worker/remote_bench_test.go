@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -84,11 +85,15 @@ func BenchmarkRemoteStartLatency(b *testing.B) {
 
 // BenchmarkRemoteHeartbeatCost measures what heartbeats cost the database
 // with 10,000 remote tasks running at once (10 Go SDK workers of 1,000
-// slots, PostgreSQL): the transactions the database committed
-// (pg_stat_database.xact_commit of the server's own database) over ten
-// heartbeat intervals while nothing but the heartbeats (and the server's
-// own schedulers) ran, per worker and interval. The target is at most 1:
-// one transaction per heartbeat call, not one per lease.
+// slots, PostgreSQL, the remote heartbeat interval of 1 s): the transactions the
+// database committed (pg_stat_database.xact_commit of the server's own
+// database) over ten intervals with every task running and nothing else
+// to do, against ten intervals of the same server before any worker or
+// task existed (its schedulers and idle pools commit on their own). It
+// reports both, the heartbeat calls the workers made (counted by their
+// HTTP client), and the difference per worker and interval and per call:
+// the target is at most 1, one transaction per heartbeat call, not one per
+// lease.
 func BenchmarkRemoteHeartbeatCost(b *testing.B) {
 	if os.Getenv("DOCKET_TEST_POSTGRES_URL") == "" {
 		b.Skip("DOCKET_TEST_POSTGRES_URL is not set")
@@ -101,14 +106,39 @@ func BenchmarkRemoteHeartbeatCost(b *testing.B) {
 		windows = 10
 	)
 	for range b.N {
-		e := newBenchEnv(b, "postgres", docket.Config{LeaseTTL: 3 * beat, HeartbeatInterval: beat,
+		e := newBenchEnv(b, "postgres", docket.Config{LeaseTTL: 30 * beat,
 			OnlineCapacity: 2 * tasks, DefaultTenantLimit: docket.Unlimited})
+		b.StopTimer()
 		e.register("bench.hold", 1)
-		var running atomic.Int64
+		conn, err := pgx.Connect(context.Background(), e.db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		commits := func() int64 {
+			var n int64
+			if _, err := conn.Exec(context.Background(), "SELECT pg_stat_clear_snapshot()"); err != nil {
+				b.Fatal(err)
+			}
+			if err := conn.QueryRow(context.Background(), "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+		// window counts the commits of ten intervals, less its own two
+		// reads (two statements each), after letting earlier stats flush.
+		window := func() int64 {
+			time.Sleep(2 * beat)
+			before := commits()
+			time.Sleep(windows * beat)
+			return commits() - before - 4
+		}
+		idle := window()
+		var running, beats atomic.Int64
+		hc := &http.Client{Transport: countBeats{http.DefaultTransport, &beats}}
 		release := make(chan struct{})
 		var stops []func() error
 		for i := range workers {
-			w := worker.New(e.srv.URL(), e.worker, worker.Options{Slots: slots, WorkerID: fmt.Sprint("hb-", i), ShutdownGrace: 30 * time.Second})
+			w := worker.New(e.srv.URL(), e.worker, worker.Options{Slots: slots, WorkerID: fmt.Sprint("hb-", i), ShutdownGrace: 30 * time.Second, HTTPClient: hc})
 			w.Handle("bench.hold", func(ctx context.Context, _ *worker.Task) (any, error) {
 				running.Add(1)
 				select {
@@ -140,31 +170,17 @@ func BenchmarkRemoteHeartbeatCost(b *testing.B) {
 				b.Fatalf("%d of %d tasks running after 2 minutes", running.Load(), tasks)
 			}
 		}
-		time.Sleep(2 * beat) // the claims' and admissions' stats flushed
-		conn, err := pgx.Connect(ctx, e.db)
-		if err != nil {
-			b.Fatal(err)
+		beats.Store(0)
+		busy := window()
+		calls := beats.Load()
+		conn.Close(context.Background())
+		b.ReportMetric(float64(idle)/windows, "idle_xacts/interval")
+		b.ReportMetric(float64(busy)/windows, "busy_xacts/interval")
+		b.ReportMetric(float64(busy-idle)/float64(workers*windows), "xacts/worker/interval")
+		b.ReportMetric(float64(calls)/float64(workers*windows), "heartbeats/worker/interval")
+		if calls > 0 {
+			b.ReportMetric(float64(busy-idle)/float64(calls), "xacts/heartbeat")
 		}
-		commits := func() int64 {
-			var n int64
-			if _, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
-				b.Fatal(err)
-			}
-			if err := conn.QueryRow(ctx, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").Scan(&n); err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
-		b.ResetTimer()
-		before := commits()
-		time.Sleep(windows * beat)
-		after := commits()
-		b.StopTimer()
-		conn.Close(ctx)
-		// The window's own two reads (two statements each) are left out.
-		perWorker := float64(after-before-4) / float64(workers*windows)
-		b.ReportMetric(perWorker, "xacts/worker/interval")
-		b.ReportMetric(float64(after-before-4)/windows, "xacts/interval")
 		close(release)
 		var wg sync.WaitGroup
 		for _, stop := range stops {
@@ -172,4 +188,17 @@ func BenchmarkRemoteHeartbeatCost(b *testing.B) {
 		}
 		wg.Wait()
 	}
+}
+
+// countBeats counts the heartbeat calls that go through it.
+type countBeats struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c countBeats) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == "/v1/worker/heartbeat" {
+		c.n.Add(1)
+	}
+	return c.rt.RoundTrip(r)
 }
