@@ -26,4 +26,10 @@
 // ShutdownGrace, cancels the rest (context.Cause is ErrShutdown), hands
 // their leases back (the tasks are queued again at once, the attempt not
 // charged), writes every outcome, and returns.
+//
+// When the program has an OpenTelemetry tracer provider (the global one,
+// or Options.TracerProvider), each attempt gets a span, docket.worker.run,
+// in the task's trace: a child of the task's span, whose traceparent the
+// claim carries (Task.Traceparent). The handler's context carries the span,
+// so the handler's own spans join the trace (docs/tracing.md).
 package worker

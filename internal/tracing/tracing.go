@@ -20,7 +20,7 @@ package tracing
 
 import (
 	"context"
-	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -78,14 +78,22 @@ func Tracer(tp trace.TracerProvider) trace.Tracer {
 }
 
 // TaskSpanID is the span ID of a task's docket.task span, derived from its
-// ID so that every node knows it.
+// ID so that every node knows it: the 64-bit FNV-1a hash of the ID (task
+// IDs are UUIDs, unique; a span ID need only be unique within its trace).
+// It is computed for every span of a task, so it is cheap and allocates
+// nothing.
 func TaskSpanID(taskID string) trace.SpanID {
-	sum := sha256.Sum256([]byte("docket.task/" + taskID))
-	var id trace.SpanID
-	copy(id[:], sum[:8])
-	if !id.IsValid() {
-		id[7] = 1
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(taskID); i++ {
+		h ^= uint64(taskID[i])
+		h *= prime
 	}
+	if h == 0 {
+		h = 1
+	}
+	var id trace.SpanID
+	binary.BigEndian.PutUint64(id[:], h)
 	return id
 }
 
