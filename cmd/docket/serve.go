@@ -52,6 +52,10 @@ func serveFlags(fs *flag.FlagSet) *node.Config {
 	durationVar(fs, &cfg.BodyTimeout, "body-timeout", defaults.BodyTimeout, "how long a client may take to send a request body")
 	fs.IntVar(&cfg.MaxWaits, "max-waits", defaults.MaxWaits, fmt.Sprintf("most long polls (?wait=) held at once on this node (%d: no bound); more are answered 429", unlimited))
 	fs.IntVar(&cfg.MaxWaitsPerTenant, "max-waits-per-tenant", defaults.MaxWaitsPerTenant, fmt.Sprintf("most long polls held at once per tenant on this node (%d: no bound)", unlimited))
+	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", defaults.MaxConnectionsPerIP,
+		fmt.Sprintf("most open client connections from one remote address (%d: no bound; behind a reverse proxy every client has its address)", unlimited))
+	fs.Int64Var(&cfg.MaxBodyMemory, "max-body-memory", defaults.MaxBodyMemory,
+		fmt.Sprintf("most bytes of request bodies read and decoded at once on this node; more are answered 429 (%d: no bound)", unlimited))
 	return cfg
 }
 

@@ -18,6 +18,9 @@ type requestInfo struct {
 	tenant  string          // set once authenticated
 	code    dockettype.Code // set when the answer is an error
 	body    *bodyWatch      // the request's body, when it has one
+
+	bodyReserved bool  // the body's memory is reserved (reserveBody)
+	bodyBytes    int64 // bytes reserved in the body budget, given back at the end
 }
 
 type infoKey struct{}
@@ -77,6 +80,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 			defer sw.body.stop()
 			r.Body, info.body = sw.body, sw.body
 		}
+		defer func() { s.bodies.release(info.bodyBytes) }()
 		defer func() {
 			if rec := recover(); rec != nil {
 				if rec == http.ErrAbortHandler {
