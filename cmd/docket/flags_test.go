@@ -13,40 +13,30 @@ import (
 	"github.com/docket-dev/docket/internal/httpapi/httpapitest"
 )
 
-// The README's configuration table gives every serve flag (but the hidden
+// The README's configuration table, with the table of docs/operations.md
+// ("Memory and connection bounds"), gives every serve flag (but the hidden
 // ones) and, for each flag with a fixed default, the default serve uses:
 // the defaults table, which is also what --help shows.
 func TestReadmeConfigurationMatchesServeFlags(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(readme)
-	start := strings.Index(section, "\n## Configuration\n")
-	if start < 0 {
-		t.Fatal("README has no Configuration section")
-	}
-	section = section[start:]
-	section = section[:strings.Index(section, "\nAdmin commands take")]
 	readmeDefault := map[string]string{}
-	flagName := regexp.MustCompile("`(--[a-z-]+)`")
-	for _, line := range strings.Split(section, "\n") {
-		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), " | ")
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
+	for _, doc := range []struct{ file, start, end string }{
+		{"../../README.md", "\n## Configuration\n", "\nAdmin commands take"},
+		{"../../docs/operations.md", "\n## Memory and connection bounds\n", "\n## "},
+	} {
+		text, err := os.ReadFile(doc.file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if len(cells) != 3 || !strings.HasPrefix(cells[0], "`--") {
-			continue
+		section := string(text)
+		start := strings.Index(section, doc.start)
+		if start < 0 {
+			t.Fatalf("%s has no section %q", doc.file, strings.TrimSpace(doc.start))
 		}
-		names := flagName.FindAllStringSubmatch(cells[0], -1)
-		values := strings.Split(cells[2], ", ")
-		for i, n := range names {
-			v := values[0]
-			if len(values) == len(names) {
-				v = values[i]
-			}
-			readmeDefault[strings.TrimPrefix(n[1], "--")] = strings.Trim(v, "`")
+		section = section[start+len(doc.start):]
+		if end := strings.Index(section, doc.end); end >= 0 {
+			section = section[:end]
 		}
+		configurationTable(section, readmeDefault)
 	}
 
 	fs := newFlags("serve", &bytes.Buffer{})
@@ -67,6 +57,31 @@ func TestReadmeConfigurationMatchesServeFlags(t *testing.T) {
 	for name := range readmeDefault {
 		if fs.Lookup(name) == nil {
 			t.Errorf("the README's configuration table names --%s, which serve does not have", name)
+		}
+	}
+}
+
+// configurationTable adds the flags of the configuration table rows in
+// section (| `--flag`, `--other` | meaning | default, default |) and their
+// defaults to defaults.
+func configurationTable(section string, defaults map[string]string) {
+	flagName := regexp.MustCompile("`(--[a-z-]+)`")
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), " | ")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if len(cells) != 3 || !strings.HasPrefix(cells[0], "`--") {
+			continue
+		}
+		names := flagName.FindAllStringSubmatch(cells[0], -1)
+		values := strings.Split(cells[2], ", ")
+		for i, n := range names {
+			v := values[0]
+			if len(values) == len(names) {
+				v = values[i]
+			}
+			defaults[strings.TrimPrefix(n[1], "--")] = strings.Trim(v, "`")
 		}
 	}
 }
@@ -191,5 +206,27 @@ func TestAdminDefaultTenantLimit(t *testing.T) {
 	code, out, errOut := runCLI(t, "tenants", "set-limits", "--db", db, "--tenant", "five", "--max-in-flight", "-1")
 	if code != 0 || out != "tenant five: max in flight unlimited, weight 1\n" {
 		t.Errorf("set-limits --max-in-flight -1: exit %d, %q %s", code, out, errOut)
+	}
+}
+
+// serve sets the Go runtime's soft memory limit from --max-body-memory
+// (1 GiB for the default), unless GOMEMLIMIT sets one or the budget is
+// lifted.
+func TestServeMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		budget int64
+		env    string
+		want   int64
+		ok     bool
+	}{
+		{defaults.MaxBodyMemory, "", 1 << 30, true},
+		{0, "", 1 << 30, true},
+		{64 << 20, "", 3*64<<20 + 256<<20, true},
+		{defaults.Unlimited, "", 0, false},
+		{defaults.MaxBodyMemory, "2GiB", 0, false},
+	} {
+		if got, ok := memoryLimit(tc.budget, tc.env); got != tc.want || ok != tc.ok {
+			t.Errorf("memoryLimit(%d, %q) = %d, %v; want %d, %v", tc.budget, tc.env, got, ok, tc.want, tc.ok)
+		}
 	}
 }

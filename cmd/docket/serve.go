@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/jonboulle/clockwork"
@@ -59,6 +60,21 @@ func serveFlags(fs *flag.FlagSet) *node.Config {
 	return cfg
 }
 
+// memoryLimit is the Go runtime's soft memory limit serve sets for a body
+// budget of maxBodyMemory bytes: the budget may be held about twice over
+// while bodies are decoded, plus the server's own working set
+// (defaults.MemoryLimit: 1 GiB for the default budget). None when the
+// budget is unbounded or GOMEMLIMIT names a limit of its own.
+func memoryLimit(maxBodyMemory int64, gomemlimit string) (int64, bool) {
+	if gomemlimit != "" || maxBodyMemory < 0 {
+		return 0, false
+	}
+	if maxBodyMemory == 0 {
+		maxBodyMemory = defaults.MaxBodyMemory
+	}
+	return defaults.MemoryLimit(maxBodyMemory), true
+}
+
 func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	cfg := serveFlags(fs)
@@ -75,6 +91,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer probeLog.Close()
+	}
+	if limit, ok := memoryLimit(cfg.MaxBodyMemory, os.Getenv("GOMEMLIMIT")); ok {
+		debug.SetMemoryLimit(limit)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -107,6 +107,15 @@ const (
 	MaxWaitsPerTenant       = 100  // long polls held at once per tenant on a node
 )
 
+// MemoryLimit is the soft memory limit (the Go runtime's, see
+// runtime/debug.SetMemoryLimit) `docket serve` sets for a body budget of
+// maxBodyMemory bytes, unless GOMEMLIMIT names one: three times the budget
+// (bodies being decoded are held about twice over) plus 256 MiB for the
+// rest of the server; 1 GiB for the default budget.
+func MemoryLimit(maxBodyMemory int64) int64 {
+	return 3*maxBodyMemory + 256<<20
+}
+
 // HeartbeatInterval is the default heartbeat interval for a lease TTL.
 func HeartbeatInterval(leaseTTL time.Duration) time.Duration {
 	return leaseTTL / HeartbeatsPerLease

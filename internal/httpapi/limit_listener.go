@@ -262,20 +262,38 @@ func (l *ConnLimiter) release(c *limitConn) {
 	<-l.sem
 }
 
+// Accept waits for a free slot, then accepts. Once attached, it accepts
+// first and then finds the connection a slot: a connection gives way only
+// to one that has arrived (at most one connection past the cap is open,
+// waiting for its slot).
 func (l *ConnLimiter) Accept() (net.Conn, error) {
 	for {
-		if !l.acquire() {
-			// Closed while waiting: the inner Accept fails at once.
-			c, err := l.Listener.Accept()
-			if err == nil {
-				c.Close()
+		l.mu.Lock()
+		tracking := l.tracking
+		l.mu.Unlock()
+		var c net.Conn
+		var err error
+		if tracking {
+			if c, err = l.Listener.Accept(); err != nil {
+				return nil, err
 			}
-			return nil, err
-		}
-		c, err := l.Listener.Accept()
-		if err != nil {
-			<-l.sem
-			return nil, err
+			if !l.acquire() {
+				c.Close()
+				return nil, net.ErrClosed
+			}
+		} else {
+			if !l.acquire() {
+				// Closed while waiting: the inner Accept fails at once.
+				c, err := l.Listener.Accept()
+				if err == nil {
+					c.Close()
+				}
+				return nil, err
+			}
+			if c, err = l.Listener.Accept(); err != nil {
+				<-l.sem
+				return nil, err
+			}
 		}
 		if l.open != nil {
 			l.open.Inc()
