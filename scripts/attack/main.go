@@ -5,6 +5,7 @@
 //	go build -o docket ./cmd/docket
 //	go run ./scripts/attack -docket ./docket batch-memory [-n 80] [-rounds 3] [-- serve flags]
 //	go run ./scripts/attack -docket ./docket idle-conns [-idle 4200] [-silent 0] [-- serve flags]
+//	go run ./scripts/attack -docket ./docket get-storm [-n 2500] [-- serve flags]
 //
 // batch-memory sends n concurrent POST /v1/tasks/batch of 16 MiB each
 // (items of an unknown workflow, so nothing is written), rounds times, and
@@ -16,6 +17,10 @@
 // silent sockets (connected, no byte sent; reopened likewise), then times
 // GET /healthz from a fresh client on a new connection, ten times.
 //
+// get-storm makes a task with a 1 MiB result (demo.echo), then sends n
+// concurrent GETs of it and prints the answers by status and code, and
+// the peak RSS.
+//
 // Linux only (/proc). It is a measuring tool, not a test.
 package main
 
@@ -23,6 +28,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -57,6 +63,8 @@ func main() {
 		err = batchMemory(*docket, args)
 	case "idle-conns":
 		err = idleConns(*docket, args)
+	case "get-storm":
+		err = getStorm(*docket, args)
 	default:
 		err = fmt.Errorf("unknown attack %q", cmd)
 	}
@@ -110,6 +118,9 @@ func start(docket string, extra []string) (*server, error) {
 		var once sync.Once
 		for sc.Scan() {
 			line := sc.Text()
+			if os.Getenv("ATTACK_SERVER_LOG") != "" && (strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) || strings.HasPrefix(line, "DEBUG")) {
+				fmt.Fprintln(os.Stderr, "server:", line)
+			}
 			if m := listening.FindStringSubmatch(line); m != nil {
 				s.url = m[1]
 			}
@@ -189,7 +200,7 @@ func batchMemory(docket string, args []string) error {
 	defer s.stop()
 	fmt.Printf("server pid %d, %s; idle RSS %.0f MiB\n", s.cmd.Process.Pid, s.url, s.status("VmRSS"))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *n}, Timeout: 5 * time.Minute}
-	statuses := map[int]int{}
+	statuses := map[string]int{}
 	var mu sync.Mutex
 	for round := range *rounds {
 		bodies := make([][]byte, *n)
@@ -203,12 +214,7 @@ func batchMemory(docket string, args []string) error {
 				req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/tasks/batch", bytes.NewReader(bodies[i]))
 				req.Header.Set("Authorization", "Bearer "+s.key)
 				req.Header.Set("Content-Type", "application/json")
-				code := -1
-				if res, err := client.Do(req); err == nil {
-					_, _ = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					code = res.StatusCode
-				}
+				code := answer(client, req)
 				mu.Lock()
 				statuses[code]++
 				mu.Unlock()
@@ -219,7 +225,7 @@ func batchMemory(docket string, args []string) error {
 			time.Since(began).Round(time.Millisecond), s.status("VmRSS"), s.status("VmHWM"))
 	}
 	time.Sleep(*settle)
-	fmt.Printf("answers by status (-1: no answer): %v\n", statuses)
+	fmt.Printf("answers by status and code: %v\n", statuses)
 	fmt.Printf("peak RSS (VmHWM) %.0f MiB; RSS %s after the bursts %.0f MiB\n", s.status("VmHWM"), *settle, s.status("VmRSS"))
 	return nil
 }
@@ -300,5 +306,83 @@ func idleConns(docket string, args []string) error {
 		took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), reopened.Load())
 	cancel()
 	wg.Wait()
+	return nil
+}
+
+// answer sends req and returns "status" or "status code" (the error's
+// code), or "none: <error>".
+func answer(client *http.Client, req *http.Request) string {
+	res, err := client.Do(req)
+	if err != nil {
+		return "none"
+	}
+	defer res.Body.Close()
+	var body struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode >= 400 && json.Unmarshal(b, &body) == nil && body.Error.Code != "" {
+		return fmt.Sprintf("%d %s", res.StatusCode, body.Error.Code)
+	}
+	return strconv.Itoa(res.StatusCode)
+}
+
+func getStorm(docket string, args []string) error {
+	args, serveArgs := splitServeFlags(args)
+	fs := flag.NewFlagSet("get-storm", flag.ExitOnError)
+	n := fs.Int("n", 2500, "concurrent GETs")
+	_ = fs.Parse(args)
+	s, err := start(docket, serveArgs)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	// demo.echo's result is its input: about 1 MiB, under the result bound.
+	input := fmt.Sprintf(`{"workflow":"demo.echo","input":{"s":"%s"}}`, strings.Repeat("x", 1<<20-200))
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/tasks", strings.NewReader(input))
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Idempotency-Key", "storm")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	var task struct{ ID, State string }
+	err = json.NewDecoder(res.Body).Decode(&task)
+	res.Body.Close()
+	if err != nil || task.ID == "" {
+		return fmt.Errorf("submit: %d %v", res.StatusCode, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); task.State != "succeeded"; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the task is %s after 30 s", task.State)
+		}
+		time.Sleep(100 * time.Millisecond)
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/tasks/"+task.ID, nil)
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = json.NewDecoder(res.Body).Decode(&task)
+		res.Body.Close()
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *n, MaxConnsPerHost: *n}, Timeout: 5 * time.Minute}
+	statuses := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range *n {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/tasks/"+task.ID, nil)
+			req.Header.Set("Authorization", "Bearer "+s.key)
+			code := answer(client, req)
+			mu.Lock()
+			statuses[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	fmt.Printf("%d concurrent GETs of a task with a 1 MiB result in %s: %v; peak RSS (VmHWM) %.0f MiB\n",
+		*n, time.Since(began).Round(time.Millisecond), statuses, s.status("VmHWM"))
 	return nil
 }
