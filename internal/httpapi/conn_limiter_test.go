@@ -18,6 +18,14 @@ import (
 // limitedServer serves "ok" with Docket's timeouts on a ConnLimiter
 // attached to the server, on clock.
 func limitedServer(t *testing.T, lim ConnLimits) (*httptest.Server, func(int), *prometheus.CounterVec, chan struct{}) {
+	srv, awaitOpen, shed, full, _ := limitedServerIdle(t, lim)
+	return srv, awaitOpen, shed, full
+}
+
+// limitedServerIdle is limitedServer, with a function that waits until n
+// connections are idle (the server marks a connection idle after the
+// client may have read its answer).
+func limitedServerIdle(t *testing.T, lim ConnLimits) (*httptest.Server, func(int), *prometheus.CounterVec, chan struct{}, func(int)) {
 	t.Helper()
 	shed := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shed"}, []string{"reason"})
 	open := prometheus.NewGauge(prometheus.GaugeOpts{Name: "open"})
@@ -48,7 +56,28 @@ func limitedServer(t *testing.T, lim ConnLimits) (*httptest.Server, func(int), *
 			time.Sleep(time.Millisecond)
 		}
 	}
-	return srv, awaitOpen, shed, full
+	awaitIdle := func(n int) {
+		t.Helper()
+		count := func() int {
+			cl.mu.Lock()
+			defer cl.mu.Unlock()
+			idle := 0
+			for _, info := range cl.conns {
+				if info.state == http.StateIdle {
+					idle++
+				}
+			}
+			return idle
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for count() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections idle, want %d", count(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return srv, awaitOpen, shed, full, awaitIdle
 }
 
 // dialTo opens a raw connection to srv.
@@ -114,12 +143,13 @@ func freshGet(t *testing.T, srv *httptest.Server, within time.Duration) {
 // idle timeout is a minute).
 func TestConnLimiterClosesIdleConnectionForNewOne(t *testing.T) {
 	t.Parallel()
-	srv, _, shed, _ := limitedServer(t, ConnLimits{Max: 4, PerIP: -1})
+	srv, _, shed, _, awaitIdle := limitedServerIdle(t, ConnLimits{Max: 4, PerIP: -1})
 	var idle []net.Conn
 	for range 4 {
 		c := dialTo(t, srv)
 		getOn(t, c)
 		idle = append(idle, c)
+		awaitIdle(len(idle)) // in this order
 	}
 	freshGet(t, srv, 3*time.Second)
 	if n := testutil.ToFloat64(shed.WithLabelValues(shedIdle)); n != 1 {
@@ -171,19 +201,31 @@ func TestConnLimiterClosesSilentConnectionAfterGrace(t *testing.T) {
 	wantClosed(t, first, "the oldest silent connection")
 }
 
-// One address holds at most PerIP connections: one more is closed at
-// once, unless one of that address's connections is idle, which gives way.
+// One address holds at most PerIP connections: one more is answered 429
+// and closed, unless one of that address's connections is idle, which
+// gives way.
 func TestConnLimiterCapsConnectionsPerAddress(t *testing.T) {
 	t.Parallel()
-	srv, awaitOpen, shed, _ := limitedServer(t, ConnLimits{Max: 16, PerIP: 2})
+	srv, awaitOpen, shed, _, awaitIdle := limitedServerIdle(t, ConnLimits{Max: 16, PerIP: 2})
 	a, _ := dialTo(t, srv), dialTo(t, srv) // silent: they hold the address's two slots
 	awaitOpen(2)
 	over := dialTo(t, srv)
+	io.WriteString(over, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = over.SetReadDeadline(time.Now().Add(3 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(over), nil)
+	if err != nil {
+		t.Fatalf("a third connection of the address: %v, want a 429 answer", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "1" {
+		t.Errorf("a third connection of the address: %d, Retry-After %q; want 429 with Retry-After 1", res.StatusCode, res.Header.Get("Retry-After"))
+	}
 	wantClosed(t, over, "a third connection of the address")
 	if n := testutil.ToFloat64(shed.WithLabelValues(shedPerIP)); n != 1 {
 		t.Fatalf("%v connections refused over the per-address cap, want 1", n)
 	}
 	getOn(t, a) // a is now idle: it gives way to the next one
+	awaitIdle(1)
 	freshGet(t, srv, 3*time.Second)
 	wantClosed(t, a, "the address's idle connection")
 	if n := testutil.ToFloat64(shed.WithLabelValues(shedIdle)); n != 1 {
@@ -196,13 +238,14 @@ func TestConnLimiterCapsConnectionsPerAddress(t *testing.T) {
 func TestConnLimiterShortensIdleTimeoutNearCap(t *testing.T) {
 	t.Parallel()
 	clock := clockwork.NewFakeClock()
-	srv, _, shed, _ := limitedServer(t, ConnLimits{Max: 8, PerIP: -1, Clock: clock})
+	srv, _, shed, _, awaitIdle := limitedServerIdle(t, ConnLimits{Max: 8, PerIP: -1, Clock: clock})
 	var idle []net.Conn
 	for range 5 {
 		c := dialTo(t, srv)
 		getOn(t, c)
 		idle = append(idle, c)
 	}
+	awaitIdle(5)
 	clock.Advance(NearCapIdleTimeout)
 	getOn(t, dialTo(t, srv)) // 6 of 8: below 7/8, nothing closed
 	if n := testutil.ToFloat64(shed.WithLabelValues(shedIdle)); n != 0 {

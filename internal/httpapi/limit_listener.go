@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,8 +66,9 @@ type ConnLimits struct {
 // needs. Once Attach has given it the server's connection states, a slot
 // cannot be held without a request: near the cap idle and silent
 // connections are closed for new ones (see NoHeaderGrace), and one remote
-// address holds at most PerIP slots (a connection over it is closed at
-// once, unless one of that address's idle connections can give way).
+// address holds at most PerIP slots (a connection over it is answered 429
+// too_many_requests and closed, unless one of that address's idle
+// connections can give way).
 type ConnLimiter struct {
 	net.Listener
 	max, perIP int
@@ -81,6 +84,7 @@ type ConnLimiter struct {
 	conns    map[*limitConn]*connInfo
 	byIP     map[string]int
 	idle     chan struct{} // closed (and replaced) when a connection becomes idle
+	refusing chan struct{} // one token per refused connection being answered
 
 	// full, when set (tests), is called when Accept waits for a slot.
 	full func()
@@ -117,6 +121,7 @@ func NewConnLimiter(l net.Listener, lim ConnLimits) *ConnLimiter {
 		sem: make(chan struct{}, lim.Max), done: make(chan struct{}),
 		open: lim.Open, shed: lim.Shed, clock: lim.Clock,
 		conns: map[*limitConn]*connInfo{}, byIP: map[string]int{}, idle: make(chan struct{}),
+		refusing: make(chan struct{}, maxRefusing),
 	}
 }
 
@@ -341,10 +346,48 @@ func (l *ConnLimiter) admit(c *limitConn) bool {
 		if l.shed != nil {
 			l.shed.WithLabelValues(shedPerIP).Inc()
 		}
-		c.Close()
+		c.once.Do(c.release) // the slot is free at once, answered or not
+		l.refuse(c.Conn)
 		return false
 	}
 	return true
+}
+
+// refusedAnswer is written to a connection over the per-address cap.
+var refusedAnswer = func() string {
+	body := `{"error":{"code":"too_many_requests","message":"too many connections from this address; retry later"}}`
+	return "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
+		"Connection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}()
+
+// maxRefusing bounds the refused connections being answered at once; past
+// it, a refused connection is closed without an answer.
+const maxRefusing = 64
+
+// refuse answers a connection over the per-address cap with 429
+// too_many_requests and closes it, in the background and within a second:
+// it sends the answer, stops writing and reads what the client sent until
+// the client closes, so that closing with unread data does not reset the
+// connection before the client has read the answer.
+func (l *ConnLimiter) refuse(c net.Conn) {
+	select {
+	case l.refusing <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-l.refusing }()
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := io.WriteString(c, refusedAnswer); err != nil {
+			return
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	}()
 }
 
 // remoteIP is the address part of c's remote address.
