@@ -17,7 +17,7 @@ const (
 	CodeBuiltinWorkflow     Code = "builtin_workflow"      // 409: the name is a workflow compiled into the server (it cannot be registered or removed as a remote one)
 	CodeQueueFull           Code = "queue_full"            // 429: the pool's capacity is reached
 	CodeTenantQuotaExceeded Code = "tenant_quota_exceeded" // 429: the tenant's in-flight limit is reached
-	CodeTooManyRequests     Code = "too_many_requests"     // 429: too many concurrent long polls, for the tenant or the server; or every connection of the store is in use
+	CodeTooManyRequests     Code = "too_many_requests"     // 429: too many concurrent long polls, for the tenant or the server; every connection of the store in use; too many request bodies being read at once, or connections from one address
 	CodeStoreUnavailable    Code = "store_unavailable"     // 503: the database cannot be reached
 	CodeInternal            Code = "internal"              // 500: an unexpected server fault (logged by code only)
 
