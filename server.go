@@ -85,6 +85,14 @@ type Config struct {
 	// MaxWaits and MaxWaitsPerTenant bound the long polls (?wait=) held
 	// at once; default 1000 and 100; Unlimited: no bound.
 	MaxWaits, MaxWaitsPerTenant int
+	// MaxConnectionsPerIP bounds the open client connections of one remote
+	// address; default 1024; Unlimited: no bound (behind a reverse proxy,
+	// every client has its address).
+	MaxConnectionsPerIP int
+	// MaxBodyMemory bounds the bytes of request bodies read and decoded at
+	// once; a body that does not fit is answered 429 too_many_requests
+	// with Retry-After. Default 256 MiB; Unlimited: no bound.
+	MaxBodyMemory int64
 
 	// NoDemoWorkflows leaves out demo.echo, demo.sleep and demo.fail in
 	// demo mode (pilot mode never has them): the seed rules and

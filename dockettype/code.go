@@ -21,7 +21,7 @@ const (
 	// 429: the tenant keeps as many bytes (inputs, results, evidence) as
 	// its storage quota allows; retention frees them.
 	CodeStorageQuotaExceeded Code = "storage_quota_exceeded"
-	CodeTooManyRequests      Code = "too_many_requests" // 429: too many concurrent long polls, for the tenant or the server; or every connection of the store is in use
+	CodeTooManyRequests      Code = "too_many_requests" // 429: too many concurrent long polls, for the tenant or the server; every connection of the store in use; too many request bodies being read at once, or connections from one address
 	CodeStoreUnavailable     Code = "store_unavailable" // 503: the database cannot be reached
 	CodeInternal             Code = "internal"          // 500: an unexpected server fault (logged by code only)
 	// 503 from GET /readyz: the store reported its file corrupt (SQLite

@@ -13,22 +13,58 @@ import (
 	"github.com/docket-dev/docket/internal/httpapi/httpapitest"
 )
 
-// The configuration page's table (docs/configuration.md) gives every serve flag (but the hidden
+// The configuration page's table (docs/configuration.md), with the table of docs/operations.md
+// ("Memory and connection bounds"), gives every serve flag (but the hidden
 // ones) and, for each flag with a fixed default, the default serve uses:
 // the defaults table, which is also what --help shows.
 func TestDocsConfigurationMatchesServeFlags(t *testing.T) {
-	readme, err := os.ReadFile("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(readme)
-	start := strings.Index(section, "\n| flag |")
-	if start < 0 {
-		t.Fatal("docs/configuration.md has no flag table")
-	}
-	section = section[start:]
-	section = section[:strings.Index(section, "\nAdmin commands take")]
 	readmeDefault := map[string]string{}
+	for _, doc := range []struct{ file, start, end string }{
+		{"../../docs/configuration.md", "\n| flag |", "\nAdmin commands take"},
+		{"../../docs/operations.md", "\n## Memory and connection bounds\n", "\n## "},
+	} {
+		text, err := os.ReadFile(doc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		section := string(text)
+		start := strings.Index(section, doc.start)
+		if start < 0 {
+			t.Fatalf("%s has no section %q", doc.file, strings.TrimSpace(doc.start))
+		}
+		section = section[start+len(doc.start):]
+		if end := strings.Index(section, doc.end); end >= 0 {
+			section = section[:end]
+		}
+		configurationTable(section, readmeDefault)
+	}
+
+	fs := newFlags("serve", &bytes.Buffer{})
+	serveFlags(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		want, ok := readmeDefault[f.Name]
+		if !ok {
+			t.Errorf("the configuration tables lacks --%s", f.Name)
+			return
+		}
+		if f.DefValue == "0" || f.DefValue == "0s" {
+			return // computed (per CPU, from the lease TTL): the docs say how
+		}
+		if !sameDefault(f.DefValue, want) {
+			t.Errorf("--%s: documented default %q, serve's %q", f.Name, want, f.DefValue)
+		}
+	})
+	for name := range readmeDefault {
+		if fs.Lookup(name) == nil {
+			t.Errorf("the configuration tables names --%s, which serve does not have", name)
+		}
+	}
+}
+
+// configurationTable adds the flags of the configuration table rows in
+// section (| `--flag`, `--other` | meaning | default, default |) and their
+// defaults to defaults.
+func configurationTable(section string, defaults map[string]string) {
 	flagName := regexp.MustCompile("`(--[a-z-]+)`")
 	for _, line := range strings.Split(section, "\n") {
 		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), " | ")
@@ -45,33 +81,12 @@ func TestDocsConfigurationMatchesServeFlags(t *testing.T) {
 			if len(values) == len(names) {
 				v = values[i]
 			}
-			readmeDefault[strings.TrimPrefix(n[1], "--")] = strings.Trim(v, "`")
-		}
-	}
-
-	fs := newFlags("serve", &bytes.Buffer{})
-	serveFlags(fs)
-	fs.VisitAll(func(f *flag.Flag) {
-		want, ok := readmeDefault[f.Name]
-		if !ok {
-			t.Errorf("docs/configuration.md's table lacks --%s", f.Name)
-			return
-		}
-		if f.DefValue == "0" || f.DefValue == "0s" {
-			return // computed (per CPU, from the lease TTL): docs/configuration.md says how
-		}
-		if !sameDefault(f.DefValue, want) {
-			t.Errorf("--%s: docs/configuration.md default %q, serve's %q", f.Name, want, f.DefValue)
-		}
-	})
-	for name := range readmeDefault {
-		if fs.Lookup(name) == nil {
-			t.Errorf("docs/configuration.md's table names --%s, which serve does not have", name)
+			defaults[strings.TrimPrefix(n[1], "--")] = strings.Trim(v, "`")
 		}
 	}
 }
 
-// sameDefault compares a flag's default with the spelling of it in docs/configuration.md.
+// sameDefault compares a flag's default with the docs' spelling of it.
 func sameDefault(flagValue, readme string) bool {
 	if flagValue == readme {
 		return true
@@ -191,5 +206,27 @@ func TestAdminDefaultTenantLimit(t *testing.T) {
 	code, out, errOut := runCLI(t, "tenants", "set-limits", "--db", db, "--tenant", "five", "--max-in-flight", "-1")
 	if code != 0 || out != "tenant five: max in flight unlimited, weight 1\n" {
 		t.Errorf("set-limits --max-in-flight -1: exit %d, %q %s", code, out, errOut)
+	}
+}
+
+// serve sets the Go runtime's soft memory limit from --max-body-memory
+// (1 GiB for the default), unless GOMEMLIMIT sets one or the budget is
+// lifted.
+func TestServeMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		budget int64
+		env    string
+		want   int64
+		ok     bool
+	}{
+		{defaults.MaxBodyMemory, "", 1 << 30, true},
+		{0, "", 1 << 30, true},
+		{64 << 20, "", 3*64<<20 + 256<<20, true},
+		{defaults.Unlimited, "", 0, false},
+		{defaults.MaxBodyMemory, "2GiB", 0, false},
+	} {
+		if got, ok := memoryLimit(tc.budget, tc.env); got != tc.want || ok != tc.ok {
+			t.Errorf("memoryLimit(%d, %q) = %d, %v; want %d, %v", tc.budget, tc.env, got, ok, tc.want, tc.ok)
+		}
 	}
 }

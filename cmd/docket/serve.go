@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/jonboulle/clockwork"
@@ -56,7 +57,26 @@ func serveFlags(fs *flag.FlagSet) *node.Config {
 	durationVar(fs, &cfg.BodyTimeout, "body-timeout", defaults.BodyTimeout, "how long a client may take to send a request body")
 	fs.IntVar(&cfg.MaxWaits, "max-waits", defaults.MaxWaits, fmt.Sprintf("most long polls (?wait=) held at once on this node (%d: no bound); more are answered 429", unlimited))
 	fs.IntVar(&cfg.MaxWaitsPerTenant, "max-waits-per-tenant", defaults.MaxWaitsPerTenant, fmt.Sprintf("most long polls held at once per tenant on this node (%d: no bound)", unlimited))
+	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", defaults.MaxConnectionsPerIP,
+		fmt.Sprintf("most open client connections from one remote address (%d: no bound; behind a reverse proxy every client has its address)", unlimited))
+	fs.Int64Var(&cfg.MaxBodyMemory, "max-body-memory", defaults.MaxBodyMemory,
+		fmt.Sprintf("most bytes of request bodies read and decoded at once on this node; more are answered 429 (%d: no bound)", unlimited))
 	return cfg
+}
+
+// memoryLimit is the Go runtime's soft memory limit serve sets for a body
+// budget of maxBodyMemory bytes: the budget may be held about twice over
+// while bodies are decoded, plus the server's own working set
+// (defaults.MemoryLimit: 1 GiB for the default budget). None when the
+// budget is unbounded or GOMEMLIMIT names a limit of its own.
+func memoryLimit(maxBodyMemory int64, gomemlimit string) (int64, bool) {
+	if gomemlimit != "" || maxBodyMemory < 0 {
+		return 0, false
+	}
+	if maxBodyMemory == 0 {
+		maxBodyMemory = defaults.MaxBodyMemory
+	}
+	return defaults.MemoryLimit(maxBodyMemory), true
 }
 
 func serveCmd(args []string, stdout, stderr io.Writer) error {
@@ -75,6 +95,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer probeLog.Close()
+	}
+	if limit, ok := memoryLimit(cfg.MaxBodyMemory, os.Getenv("GOMEMLIMIT")); ok {
+		debug.SetMemoryLimit(limit)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

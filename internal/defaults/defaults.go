@@ -96,13 +96,29 @@ const (
 
 // HTTP.
 const (
-	MaxBodyBytes      int64 = 1 << 20  // a request body, and each task of a batch
-	MaxBatchBytes     int64 = 16 << 20 // the body of POST /v1/tasks/batch
-	BodyTimeout             = 30 * time.Second
-	MaxConnections          = 4096
+	MaxBodyBytes   int64 = 1 << 20  // a request body, and each task of a batch
+	MaxBatchBytes  int64 = 16 << 20 // the body of POST /v1/tasks/batch
+	BodyTimeout          = 30 * time.Second
+	MaxConnections       = 4096
+	// MaxConnectionsPerIP bounds the open client connections of one
+	// remote address (a reverse proxy is one address: lift it there).
+	MaxConnectionsPerIP = 1024
+	// MaxBodyMemory bounds the bytes of request bodies being read and
+	// decoded at once on a node (16 batches of the largest size); with it
+	// a node's memory stays under the bound docs/operations.md documents.
+	MaxBodyMemory     int64 = 256 << 20
 	MaxWaits                = 1000 // long polls held at once on a node
 	MaxWaitsPerTenant       = 100  // long polls held at once per tenant on a node
 )
+
+// MemoryLimit is the soft memory limit (the Go runtime's, see
+// runtime/debug.SetMemoryLimit) `docket serve` sets for a body budget of
+// maxBodyMemory bytes, unless GOMEMLIMIT names one: three times the budget
+// (bodies being decoded are held about twice over) plus 256 MiB for the
+// rest of the server; 1 GiB for the default budget.
+func MemoryLimit(maxBodyMemory int64) int64 {
+	return 3*maxBodyMemory + 256<<20
+}
 
 // HeartbeatInterval is the default heartbeat interval for a lease TTL.
 func HeartbeatInterval(leaseTTL time.Duration) time.Duration {

@@ -31,7 +31,9 @@
 // operator dashboard (package dashboard), which signs in with a key.
 //
 // Serve the handler with NewServer (header, write and idle timeouts) on a
-// LimitListener (a cap on open connections):
+// ConnLimiter attached to it (a cap on open connections, and per remote
+// address; near the cap, idle and silent connections give their slot to
+// new ones). Request bodies share a budget of Options.MaxBodyMemory bytes.
 //
 //	h := httpapi.New(svc, auth.NewAuthenticator(st), httpapi.Options{
 //		Logger:  logger,
@@ -41,7 +43,9 @@
 //	})
 //	srv := httpapi.NewServer(h, nil)
 //	ln, _ := net.Listen("tcp", "127.0.0.1:8080")
-//	err := srv.Serve(httpapi.LimitListener(ln, 4096, svc.Metrics().HTTPConnections))
+//	lim := httpapi.NewConnLimiter(ln, httpapi.ConnLimits{Open: svc.Metrics().HTTPConnections})
+//	lim.Attach(srv)
+//	err := srv.Serve(lim)
 //
 // POST /v1/tasks/batch takes up to MaxBatchItems tasks in one body (bounded
 // by Options.MaxBatchBodyBytes, each task by MaxBodyBytes) and answers 200

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"math"
 	"time"
 
@@ -20,16 +21,8 @@ func DecodeSubmission(body []byte, maxTimeout time.Duration) (*queue.SubmitReque
 // default options does: an error for the whole body, or one request or
 // error per task.
 func DecodeBatch(body []byte) ([]*queue.SubmitRequest, []error, error) {
-	items, err := decodeBatch(body)
-	if err != nil {
-		return nil, nil, err
-	}
 	s := &server{maxBody: DefaultMaxBodyBytes, maxTimeout: time.Duration(math.MaxInt64)}
-	reqs, errs := make([]*queue.SubmitRequest, len(items)), make([]error, len(items))
-	for i, item := range items {
-		reqs[i], errs[i] = s.decodeBatchItem(item)
-	}
-	return reqs, errs, nil
+	return s.decodeBatch(bytes.NewReader(body), DefaultMaxBatchBodyBytes)
 }
 
 // StatusOf returns the status the API answers an error code with; false

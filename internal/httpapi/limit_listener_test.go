@@ -21,7 +21,7 @@ func TestLimitListenerCapsOpenConnections(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))
-	ll := LimitListener(srv.Listener, 2, gauge).(*limitListener)
+	ll := LimitListener(srv.Listener, 2, gauge).(*ConnLimiter)
 	ll.full = func() { full <- struct{}{} }
 	srv.Listener = ll
 	srv.Start()

@@ -24,6 +24,9 @@ type requestInfo struct {
 	code    dockettype.Code // set when the answer is an error
 	body    *bodyWatch      // the request's body, when it has one
 	span    trace.Span      // the server span, when tracing
+
+	bodyReserved bool  // the body's memory is reserved (reserveBody)
+	bodyBytes    int64 // bytes reserved in the body budget, given back at the end
 }
 
 type infoKey struct{}
@@ -99,6 +102,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 			defer sw.body.stop()
 			r.Body, info.body = sw.body, sw.body
 		}
+		defer func() { s.bodies.release(info.bodyBytes) }()
 		defer func() {
 			if rec := recover(); rec != nil {
 				if rec == http.ErrAbortHandler {

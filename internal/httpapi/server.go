@@ -93,6 +93,17 @@ type Options struct {
 	// caller's traceparent; nil or a no-op provider: none.
 	TracerProvider trace.TracerProvider
 
+	// MaxBodyMemory bounds the bytes of request bodies read and decoded
+	// at once on this server: a request reserves its Content-Length (its
+	// route's limit when it sends none) before its body is read, until it
+	// ends; one that does not fit is answered 429 too_many_requests with
+	// Retry-After. Default DefaultMaxBodyMemory; defaults.Unlimited
+	// (< 0): no bound.
+	MaxBodyMemory int64
+	// FreeMemory returns freed memory to the operating system after a
+	// burst of bodies; default debug.FreeOSMemory.
+	FreeMemory func()
+
 	// Version is reported by GET /healthz.
 	Version string
 	// BodyTimeout is how long a client has, once its headers are in, to
@@ -157,6 +168,7 @@ type server struct {
 	bodyTimeout  time.Duration
 	maxTimeout   time.Duration
 	waits        *waitLimiter
+	bodies       *bodyBudget
 	workerWaits  *waitLimiter
 	leaseTTL     time.Duration
 	remote       RemoteWorkers
@@ -212,6 +224,9 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 	if opts.MaxWorkerWaits == 0 {
 		opts.MaxWorkerWaits = DefaultMaxWorkerWaits
 	}
+	if opts.MaxBodyMemory == 0 {
+		opts.MaxBodyMemory = DefaultMaxBodyMemory
+	}
 	if opts.MaxTimeout <= 0 {
 		opts.MaxTimeout = time.Duration(math.MaxInt64)
 	}
@@ -225,6 +240,7 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		bodyTimeout:  opts.BodyTimeout,
 		maxTimeout:   opts.MaxTimeout,
 		waits:        newWaitLimiter(opts.MaxWaits, opts.MaxWaitsPerTenant, opts.Metrics.HTTPLongPolls),
+		bodies:       newBodyBudget(opts.MaxBodyMemory, opts.Clock, opts.Metrics.HTTPBodyBytes, opts.FreeMemory),
 		workerWaits:  newWaitLimiter(opts.MaxWorkerWaits, -1, opts.Metrics.WorkerLongPolls),
 		remote:       opts.Remote,
 		leaseTTL:     opts.LeaseTTL,

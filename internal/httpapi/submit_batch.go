@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -51,23 +52,21 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request, p dockettyp
 		writeError(w, r, err)
 		return
 	}
-	body, err := s.readBodyUpTo(w, r, s.maxBatchBody)
-	if err != nil {
+	if err := s.reserveBody(r, s.maxBatchBody); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	items, err := decodeBatch(body)
+	decoded, itemErrs, err := s.decodeBatch(http.MaxBytesReader(w, r.Body, s.maxBatchBody), s.maxBatchBody)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	traceID := infoFrom(r.Context()).traceID
-	results := make([]batchResult, len(items))
-	reqs := make([]*queue.SubmitRequest, 0, len(items))
-	at := make([]int, 0, len(items)) // at[j]: the item index of reqs[j]
-	for i, item := range items {
-		req, err := s.decodeBatchItem(item)
-		if err != nil {
+	results := make([]batchResult, len(decoded))
+	reqs := make([]*queue.SubmitRequest, 0, len(decoded))
+	at := make([]int, 0, len(decoded)) // at[j]: the item index of reqs[j]
+	for i, req := range decoded {
+		if err := itemErrs[i]; err != nil {
 			de, ok := errors.AsType[*dockettype.Error](err)
 			if !ok {
 				de = dockettype.NewError(dockettype.CodeInternal, "")
@@ -125,28 +124,133 @@ func itemError(e *dockettype.Error, traceID string) batchResult {
 	return batchResult{Status: status, Error: &errorDetail{Code: e.Code, Message: e.Message, TraceID: traceID}}
 }
 
-// decodeBatch decodes a batch body strictly: one JSON object whose only
-// member is "tasks", an array of 1 to MaxBatchItems elements. The elements
-// are decoded one by one (decodeBatchItem), so that a bad one is refused
-// alone.
-func decodeBatch(body []byte) ([]json.RawMessage, error) {
-	if !utf8.Valid(body) {
-		return nil, invalidRequest("the request body must be UTF-8 JSON")
+// maxJSONDepth is encoding/json's bound on nesting; a batch item sits two
+// levels down ({"tasks": [item]}), so an item may nest two less.
+const maxJSONDepth = 10000
+
+// decodeBatch decodes a batch body strictly, as it arrives: one JSON
+// object whose only member is "tasks", an array of 1 to MaxBatchItems
+// elements, nothing after it. Each element is decoded (decodeBatchItem)
+// as soon as it is read, and only its request is kept, so that the body is
+// never held whole, nor twice: per element, its request or its error (a
+// bad element is refused alone). The error concerns the whole body; body
+// is bounded by limit (an http.MaxBytesReader), so that a read error says
+// which.
+func (s *server) decodeBatch(body io.Reader, limit int64) ([]*queue.SubmitRequest, []error, error) {
+	rd := &readErr{r: body}
+	reqs, errs, err := s.decodeBatchStream(rd)
+	if err != nil && rd.err != nil {
+		return nil, nil, s.bodyReadError(rd.err, limit)
 	}
-	raw, err := decodeObject(body, batchFields, "the request body")
-	if err != nil {
-		return nil, err
-	}
+	return reqs, errs, err
+}
+
+func (s *server) decodeBatchStream(body io.Reader) ([]*queue.SubmitRequest, []error, error) {
+	const what = "the request body"
 	countMsg := fmt.Sprintf(`"tasks" must be an array of 1 to %d tasks`, MaxBatchItems)
-	v, ok := raw["tasks"]
-	if !ok {
-		return nil, invalidRequest(countMsg)
+	notJSON := invalidRequest(what + " is not valid JSON")
+	dec := json.NewDecoder(body)
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, invalidRequest(what + " must be a JSON object")
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(v, &items); err != nil || len(items) == 0 || len(items) > MaxBatchItems {
-		return nil, invalidRequest(countMsg)
+	var reqs []*queue.SubmitRequest
+	var errs []error
+	seen := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, notJSON
+		}
+		name, _ := tok.(string)
+		if !batchFields[name] {
+			return nil, nil, invalidRequest(unknownFieldMessage(name))
+		}
+		if seen {
+			return nil, nil, invalidRequest(fmt.Sprintf("field %q appears more than once", name))
+		}
+		seen = true
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			if err != nil {
+				return nil, nil, notJSON
+			}
+			return nil, nil, invalidRequest(countMsg)
+		}
+		for dec.More() {
+			if len(reqs) == MaxBatchItems {
+				return nil, nil, invalidRequest(countMsg)
+			}
+			var item json.RawMessage
+			if err := dec.Decode(&item); err != nil {
+				return nil, nil, notJSON
+			}
+			if !utf8.Valid(item) {
+				return nil, nil, invalidRequest(what + " must be UTF-8 JSON")
+			}
+			if nestingDepth(item) > maxJSONDepth-2 {
+				return nil, nil, notJSON
+			}
+			req, err := s.decodeBatchItem(item)
+			reqs, errs = append(reqs, req), append(errs, err)
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+			return nil, nil, notJSON
+		}
 	}
-	return items, nil
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, nil, notJSON
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if _, syntax := err.(*json.SyntaxError); syntax || err == nil {
+			return nil, nil, invalidRequest("unexpected data after the JSON object")
+		}
+		return nil, nil, notJSON // a read error: decodeBatch names it
+	}
+	if len(reqs) == 0 {
+		return nil, nil, invalidRequest(countMsg)
+	}
+	return reqs, errs, nil
+}
+
+// readErr remembers the first error of a read other than io.EOF: the
+// decoder reports a failed read as a syntax error or an unexpected end.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// nestingDepth is the deepest nesting of arrays and objects in data, valid
+// JSON.
+func nestingDepth(data []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString:
+			switch c {
+			case '\\':
+				i++ // the escaped byte
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // decodeBatchItem decodes one task of a batch like a single submission

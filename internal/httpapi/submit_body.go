@@ -31,20 +31,32 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 }
 
 // readBodyUpTo reads the whole request body, bounded by limit and by the
-// body deadline.
+// body deadline, once its memory is reserved in the server's body budget.
 func (s *server) readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-			return nil, dockettype.NewError(dockettype.CodePayloadTooLarge, fmt.Sprintf("the request body is over %d bytes", limit))
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, invalidRequest(fmt.Sprintf("the request body did not arrive within %s", s.bodyTimeout))
-		}
-		// The client stopped sending: nothing to answer but a 400.
-		return nil, invalidRequest("could not read the request body")
+	if err := s.reserveBody(r, limit); err != nil {
+		return nil, err
 	}
-	return body, nil
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead) // one allocation, not a doubling series
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		return nil, s.bodyReadError(err, limit)
+	}
+	return buf.Bytes(), nil
+}
+
+// bodyReadError is the client's error for a failed read of a body bounded
+// by limit.
+func (s *server) bodyReadError(err error, limit int64) error {
+	if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+		return dockettype.NewError(dockettype.CodePayloadTooLarge, fmt.Sprintf("the request body is over %d bytes", limit))
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return invalidRequest(fmt.Sprintf("the request body did not arrive within %s", s.bodyTimeout))
+	}
+	// The client stopped sending: nothing to answer but a 400.
+	return invalidRequest("could not read the request body")
 }
 
 // checkJSONContentType accepts a missing Content-Type or application/json

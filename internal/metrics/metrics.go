@@ -40,6 +40,8 @@ type Metrics struct {
 	WorkerLongPolls     prometheus.Gauge         // idle remote workers' claims being held
 	ClockOffset         prometheus.Gauge         // the database's clock minus this node's (clock sync)
 	HTTPConnections     prometheus.Gauge         // open client connections
+	HTTPConnsShed       *prometheus.CounterVec   // reason (idle|no_header|per_ip): connections closed to free a slot or refused
+	HTTPBodyBytes       prometheus.Gauge         // bytes of request bodies reserved (being read or decoded)
 	RemoteWorkers       prometheus.Gauge         // remote workers this node answered within the lease TTL
 	ScheduleFires       *prometheus.CounterVec   // outcome (admitted|replayed|skipped|missed|refused|deferred)
 	ScheduleLag         prometheus.Observer      // fire time → admission of a schedule's task by this node
@@ -98,6 +100,8 @@ func New() *Metrics {
 		HTTPLongPolls:   gauge("http_long_polls", "Long polls (GET /v1/tasks/{id}?wait=) being held."),
 		WorkerLongPolls: gauge("worker_long_polls", "Claims of idle remote workers (POST /v1/worker/claim with wait_ms) being held."),
 		HTTPConnections: gauge("http_open_connections", "Open client connections (bounded by --max-connections)."),
+		HTTPConnsShed:   counter("http_connections_shed_total", "Client connections closed to free a slot near the cap (idle: kept alive with no request; no_header: no complete request header yet) or refused over --max-connections-per-ip (per_ip), by reason.", "reason"),
+		HTTPBodyBytes:   gauge("http_body_bytes", "Bytes of request bodies being read or decoded, reserved against --max-body-memory."),
 		RemoteWorkers:   gauge("remote_workers", "Remote workers this node answered within the lease TTL."),
 		ScheduleFires:   counter("schedule_fires_total", "Fire times of periodic schedules handled by this node, by outcome (admitted, replayed, skipped: overlap, missed: dropped, refused: for good, deferred: a 429 tried again).", "outcome"),
 		ScheduleLag: histogram("schedule_fire_lag_seconds", "Time from a schedule's fire time to the admission of its task, for the tasks this node admitted.",

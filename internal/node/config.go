@@ -58,6 +58,8 @@ type Config struct {
 	MaxConnections              int
 	BodyTimeout                 time.Duration
 	MaxWaits, MaxWaitsPerTenant int
+	MaxConnectionsPerIP         int
+	MaxBodyMemory               int64
 
 	NoDemoWorkflows bool
 
@@ -103,6 +105,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = defaults.MaxConnections
+	}
+	if c.MaxConnectionsPerIP == 0 {
+		c.MaxConnectionsPerIP = defaults.MaxConnectionsPerIP
 	}
 }
 
@@ -156,6 +161,7 @@ func (c *Config) apiOptions(clock clockwork.Clock, m *metrics.Metrics, version s
 		BodyTimeout:        c.BodyTimeout,
 		MaxWaits:           c.MaxWaits,
 		MaxWaitsPerTenant:  c.MaxWaitsPerTenant,
+		MaxBodyMemory:      c.MaxBodyMemory,
 		DefaultTenantLimit: c.DefaultTenantLimit,
 		// The API shows the quota the queue enforces.
 		DefaultStorageQuota: c.TenantStorageQuota,

@@ -141,7 +141,10 @@ func (n *Node) Start(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	ln = httpapi.LimitListener(ln, n.cfg.MaxConnections, n.metrics.HTTPConnections)
+	lim := httpapi.NewConnLimiter(ln, httpapi.ConnLimits{Max: n.cfg.MaxConnections, PerIP: n.cfg.MaxConnectionsPerIP,
+		Open: n.metrics.HTTPConnections, Shed: n.metrics.HTTPConnsShed})
+	lim.Attach(n.http)
+	ln = lim
 	n.ln = ln
 	close(n.listening)
 	go func() {
@@ -150,7 +153,7 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}()
 	n.log.Info("docket started", "addr", ln.Addr().String(), "mode", n.cfg.Mode, "version", n.version,
-		"max_connections", n.cfg.MaxConnections)
+		"max_connections", n.cfg.MaxConnections, "max_connections_per_ip", n.cfg.MaxConnectionsPerIP)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
 )
 
@@ -63,11 +64,13 @@ func cleanMessage(msg string) string {
 }
 
 // logFailed logs a task that the finish made failed: its code and IDs
-// only, never its message, input or result.
+// only, never its message, input or result. A workflow's own code outside
+// the closed set (demo.fail takes it from the task's input) is logged as
+// workflow_error: a tenant may have chosen it.
 func (c *completer) logFailed(ctx context.Context, r *finishRequest, state dockettype.State) {
 	if r.item.Kind != store.FinishFail || state != dockettype.StateFailed {
 		return
 	}
-	c.log.InfoContext(ctx, "task failed", "code", r.item.Code,
+	c.log.InfoContext(ctx, "task failed", "code", metrics.CodeLabel(r.item.Code),
 		"task_id", r.item.TaskID, "tenant", r.tenant, "trace_id", r.traceID, "workflow", r.workflow)
 }

@@ -78,6 +78,50 @@ func TestFailureMessageReachesTheTaskNotTheLog(t *testing.T) {
 	// logtest fails the test if any line carries the canary.
 }
 
+// A workflow may fail with any code (demo.fail takes it from the task's
+// input): the task keeps it for its tenant, but the log line names only a
+// code of the closed set, workflow_error for any other.
+func TestFailureCodeOutsideTheSetIsLoggedAsWorkflowError(t *testing.T) {
+	h := newHarness(t)
+	chosen := dockettype.Code("tenant_chosen_code") // a valid workflow code, not one of the set
+	h.rt.register("test.custom", dockettype.PoolOnline, func(context.Context, *Invocation) (json.RawMessage, error) {
+		return nil, &dockettype.Failure{Code: chosen, Message: "failed as asked"}
+	})
+	outcomes := h.watchOutcomes()
+	h.start()
+	res, err := h.svc.Submit(context.Background(), alice, &SubmitRequest{IdempotencyKey: "custom", Workflow: "test.custom", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	got, err := h.svc.Wait(ctx, alice, res.Task.ID, MaxWait)
+	cancel()
+	if err != nil || got.State != dockettype.StateFailed || got.Error == nil || got.Error.Code != chosen {
+		t.Fatalf("task = %+v %v, want failed with code %s", got, err, chosen)
+	}
+	awaitOutcome(t, outcomes, res.Task.ID, outcomeApplied)
+	var found int
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if !strings.Contains(line, `"msg":"task failed"`) || !strings.Contains(line, res.Task.ID) {
+			continue
+		}
+		found++
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec["code"] != string(dockettype.CodeWorkflowError) || strings.Contains(line, string(chosen)) {
+			t.Errorf("log line %s, want code %s", line, dockettype.CodeWorkflowError)
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d \"task failed\" log lines, want 1:\n%s", found, h.logs)
+	}
+	if strings.Contains(h.logs.String(), string(chosen)) {
+		t.Errorf("the workflow's own code reached the log:\n%s", h.logs)
+	}
+}
+
 func TestCleanMessage(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", 150) // 300 bytes

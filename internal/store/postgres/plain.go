@@ -37,14 +37,16 @@ var dialect = &engine.Dialect{
 // Dialect returns PostgreSQL's SQL where the backends differ.
 func (b *Backend) Dialect() *engine.Dialect { return dialect }
 
-// acquire takes a connection of the pool, waiting at most until ctx ends:
-// a wait that ends with the deadline while every connection is in use is
-// store.ErrBusy (engine.Busy), not an outage.
+// acquire takes a connection of the pool, waiting at most for the first
+// part of ctx's time (engine.WaitContext): a wait that ends so while every
+// connection is in use is store.ErrBusy (engine.Busy), not an outage.
 func (b *Backend) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	conn, err := b.pool.Acquire(ctx)
+	waitCtx, cancel := engine.WaitContext(ctx)
+	defer cancel()
+	conn, err := b.pool.Acquire(waitCtx)
 	if err != nil {
 		st := b.pool.Stat()
-		return nil, engine.Busy(ctx, err, st.AcquiredConns() >= st.MaxConns())
+		return nil, engine.Busy(waitCtx, err, st.AcquiredConns() >= st.MaxConns())
 	}
 	return conn, nil
 }

@@ -34,13 +34,16 @@ var dialect = &engine.Dialect{
 func (s *Backend) Dialect() *engine.Dialect { return dialect }
 
 // Read runs fn on a connection of this handle's read pool, waiting for one
-// at most until ctx ends: a wait that ends with the deadline while every
-// connection is in use is store.ErrBusy (engine.Busy), not an outage.
+// at most for the first part of ctx's time (engine.WaitContext): a wait
+// that ends so while every connection is in use is store.ErrBusy
+// (engine.Busy), not an outage.
 func (s *Backend) Read(ctx context.Context, op string, fn func(q engine.Querier) error) error {
-	conn, err := s.r.Conn(ctx)
+	waitCtx, cancel := engine.WaitContext(ctx)
+	conn, err := s.r.Conn(waitCtx)
+	cancel()
 	if err != nil {
 		st := s.r.Stats()
-		return interpretError(op, engine.Busy(ctx, err, st.InUse >= st.MaxOpenConnections))
+		return interpretError(op, engine.Busy(waitCtx, err, st.InUse >= st.MaxOpenConnections))
 	}
 	defer conn.Close()
 	return interpretError(op, cutShort(ctx, fn(querier{ctx: ctx, c: conn})))

@@ -18,6 +18,49 @@ func RunBackend(t *testing.T, newBackend func(t *testing.T) engine.Backend) {
 		t.Parallel()
 		testPoolWait(t, newBackend(t))
 	})
+	t.Run("PoolWaitLeavesTimeForTheQuery", func(t *testing.T) {
+		t.Parallel()
+		testPoolWaitLeavesTime(t, newBackend(t))
+	})
+}
+
+// A call whose connection frees only when most of its time is gone is
+// shed as store.ErrBusy before its query starts, rather than started with
+// too little time left and cut off mid query (store_unavailable while the
+// database is healthy).
+func testPoolWaitLeavesTime(t *testing.T, b engine.Backend) {
+	defer b.Close()
+	f, err := b.Fork("pool-wait-late", store.ForkOptions{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	held, done := make(chan struct{}), make(chan error, 1)
+	const timeout = 2 * time.Second
+	began := time.Now()
+	go func() {
+		done <- f.Read(context.Background(), "list_tasks", func(engine.Querier) error {
+			close(held)
+			// Free the connection after seven eighths of the other call's
+			// time: past its wait share, before its deadline.
+			time.Sleep(timeout*7/8 - time.Since(began))
+			return nil
+		})
+	}()
+	<-held
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	started := false
+	err = f.Read(ctx, "get_task", func(engine.Querier) error {
+		started = true
+		return nil
+	})
+	if started || !errors.Is(err, store.ErrBusy) {
+		t.Errorf("a read whose connection frees after 7/8 of its time: started %v, error %v; want store.ErrBusy, not started", started, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A call that waits for a connection of a saturated pool until its
