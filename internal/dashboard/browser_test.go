@@ -1213,3 +1213,48 @@ func TestDashboardFailuresInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// The task list shows scheduled tasks apart, with their run_at; selected
+// tasks are cancelled from it, and every task matching its filter is
+// retried in bulk.
+func TestDashboardTaskListActionsInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	url, adminKey := startServer(t)
+	a := newAPI(t, url)
+	later := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
+	var ids []string
+	for i := range 2 {
+		ids = append(ids, a.submit(adminKey, fmt.Sprint("later-", i), map[string]any{"workflow": "demo.echo", "run_at": later}).ID)
+	}
+	b.signInAsAdmin(url, adminKey)
+	b.do("open the task list", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
+	row := func(id string) string { return fmt.Sprintf(`#tasks-table tr[data-id=%q]`, id) }
+	b.until("see the scheduled tasks", fmt.Sprintf(`(document.querySelector(%q) || {dataset: {}}).dataset.scheduled === "true"`, row(ids[0])))
+	if txt := b.text(row(ids[0])); !strings.Contains(txt, "scheduled") || !strings.Contains(txt, " at ") {
+		t.Errorf("scheduled row = %q, want it marked scheduled with its run_at", txt)
+	}
+
+	b.do("select both", chromedp.Click(chromedp.CSS(row(ids[0])+" input.select")), chromedp.Click(chromedp.CSS(row(ids[1])+" input.select")))
+	b.do("cancel the selected", chromedp.Click(chromedp.ID("bulk-cancel-selected")))
+	b.until("see them cancelled", `document.querySelector("#tasks-bulk-answer").textContent.startsWith("Cancelled 2 of 2")`)
+	for _, id := range ids {
+		var task dockettype.Task
+		a.call(http.MethodGet, "/v1/tasks/"+id, adminKey, "", nil, &task)
+		if task.State != dockettype.StateCancelled {
+			t.Errorf("task %s is %s after Cancel selected, want cancelled", id, task.State)
+		}
+	}
+
+	b.choose("filter-state", "cancelled")
+	b.until("see the cancelled ones", fmt.Sprintf(`(document.querySelector(%q) || {dataset: {}}).dataset.state === "cancelled"`, row(ids[1])))
+	b.do("retry all that match", chromedp.Click(chromedp.ID("bulk-retry-all")))
+	b.until("see the bulk retry done", `document.querySelector("#tasks-bulk-answer").dataset.state === "done"`)
+	if got := b.text("#tasks-bulk-answer"); !strings.Contains(got, "2 done") {
+		t.Errorf("bulk answer = %q, want 2 done", got)
+	}
+	for _, id := range ids {
+		if task := a.wait(adminKey, id); task.State != dockettype.StateSucceeded {
+			t.Errorf("task %s is %s after the bulk retry, want succeeded (it runs at once)", id, task.State)
+		}
+	}
+}

@@ -77,7 +77,8 @@ type RetryItem struct {
 	TaskID string
 	Tenant string // the task's tenant: another tenant's task is RetryNotFound
 	// Queue is where the task waits again (its workflow resolved now, as an
-	// admission would); its pool must be the task's.
+	// admission would); its pool must be the task's (MatchedTask.Pool):
+	// the store does not check it.
 	Queue        Queue
 	PoolCapacity int // most non-terminal tasks in the pool; <= 0 means unlimited
 }

@@ -1,6 +1,8 @@
 // Tasks: the tenant's tasks, newest first, a keyset page at a time,
 // filtered by the API (state, pool, workflow); a form to submit one and a
-// search by task ID.
+// search by task ID. Queued tasks whose run_at is ahead show as scheduled.
+// Selected tasks can be retried or cancelled one by one, and every task
+// that matches the filter at once (a bulk job, POST /v1/tasks/bulk).
 
 import { api, APIError } from "./api.js";
 import { $, el, flash, say, show } from "./dom.js";
@@ -49,6 +51,13 @@ function wire() {
   });
   $("new-task").addEventListener("submit", submitTask);
   $("task-search").addEventListener("submit", searchTask);
+  $("select-page").addEventListener("change", () => {
+    for (const c of document.querySelectorAll("#tasks-table tbody input.select")) c.checked = $("select-page").checked;
+  });
+  $("bulk-retry-selected").addEventListener("click", () => actOnSelected("retry"));
+  $("bulk-cancel-selected").addEventListener("click", () => actOnSelected("cancel"));
+  $("bulk-retry-all").addEventListener("click", () => actOnMatching("retry"));
+  $("bulk-cancel-all").addEventListener("click", () => actOnMatching("cancel"));
   $("task-filters").addEventListener("submit", (ev) => {
     ev.preventDefault();
     resetPaging();
@@ -118,19 +127,24 @@ async function loadTasks() {
 
 function renderTasks(list) {
   const now = Date.now();
+  const selected = new Set(Array.from(document.querySelectorAll("#tasks-table tbody input.select:checked")).map((c) => c.dataset.id));
   $("tasks-table").tBodies[0].replaceChildren(...list.map((t) => {
-    const row = el("tr", { data: { id: t.id, state: t.state } },
+    const scheduled = t.state === "queued" && t.run_at && Date.parse(t.run_at) > now;
+    const row = el("tr", { data: { id: t.id, state: t.state, scheduled: String(!!scheduled) } },
+      el("td", {}, el("input", { type: "checkbox", class: "select", data: { id: t.id }, checked: selected.has(t.id) })),
       el("td", { class: "mono" }, el("a", { href: taskHref(t.id), title: t.id, text: shortId(t.id) })),
       el("td", { text: t.workflow }),
       el("td", { text: t.pool }),
-      el("td", {}, stateBadge(t.state), t.waiting_on ? el("span", { class: "muted small waiting", text: " waiting on " + t.waiting_on }) : null),
+      el("td", {}, scheduled ? el("span", { class: "badge scheduled", title: t.run_at, text: "scheduled" }) : stateBadge(t.state),
+        scheduled ? el("span", { class: "muted small run-at", text: " at " + fmtTime(t.run_at) })
+          : t.waiting_on ? el("span", { class: "muted small waiting", text: " waiting on " + t.waiting_on }) : null),
       el("td", { class: "num", text: t.attempt + "/" + t.max_attempts }),
       el("td", { text: fmtTime(t.created_at) }),
       el("td", { class: "num duration", text: taskDuration(t, now) }),
       el("td", { text: fmtTime(t.finished_at) }),
       el("td", {}, t.error ? el("code", { text: t.error.code }) : ""));
     row.addEventListener("click", (ev) => {
-      if (ev.target.closest("a")) return;
+      if (ev.target.closest("a") || ev.target.closest("input")) return;
       location.hash = taskHref(t.id);
     });
     return row;
@@ -219,4 +233,62 @@ async function submitTask(ev) {
   } catch (e) {
     say(answer, "Refused — " + e.describe(), "bad");
   }
+}
+
+// actOnSelected retries or cancels the selected tasks, one call each.
+async function actOnSelected(action) {
+  const answer = $("tasks-bulk-answer");
+  const ids = Array.from(document.querySelectorAll("#tasks-table tbody input.select:checked")).map((c) => c.dataset.id);
+  if (ids.length === 0) {
+    say(answer, "Select tasks first.", "");
+    return;
+  }
+  let done = 0;
+  const refused = [];
+  for (const id of ids) {
+    try {
+      await api("POST", "/v1/tasks/" + encodeURIComponent(id) + "/" + action);
+      done++;
+    } catch (e) {
+      refused.push(shortId(id) + " " + (e instanceof APIError ? e.code : "error"));
+    }
+  }
+  say(answer, (action === "retry" ? "Retried " : "Cancelled ") + done + " of " + ids.length +
+    (refused.length ? "; refused: " + refused.join(", ") : "") + ".", refused.length ? "bad" : "good");
+  for (const c of document.querySelectorAll("#tasks-table input.select, #select-page")) c.checked = false;
+  loadTasks();
+}
+
+// actOnMatching starts a bulk job on every task the filter matches (not
+// only this page) and follows it until it ends.
+async function actOnMatching(action) {
+  const answer = $("tasks-bulk-answer");
+  const filter = {};
+  const state = $("filter-state").value;
+  const pool = $("filter-pool").value;
+  const workflow = $("filter-workflow").value.trim();
+  if (state) filter.state = state;
+  if (pool) filter.pool = pool;
+  if (workflow) filter.workflow = workflow;
+  let job;
+  try {
+    job = (await api("POST", "/v1/tasks/bulk", { action, filter })).data;
+  } catch (e) {
+    say(answer, "Bulk " + action + " refused — " + e.describe(), "bad");
+    return;
+  }
+  for (;;) {
+    say(answer, "Bulk " + action + " " + job.state + ": " + job.done + " done, " + job.skipped + " skipped, " +
+      job.failed + " refused, of " + job.matched + " matched.", job.state === "running" ? "" : "good");
+    if (job.state !== "running") break;
+    await new Promise((r) => setTimeout(r, 500));
+    try {
+      job = (await api("GET", "/v1/bulk/" + encodeURIComponent(job.id))).data;
+    } catch (e) {
+      say(answer, "Bulk job " + job.id + ": " + e.describe(), "bad");
+      return;
+    }
+  }
+  answer.dataset.state = job.state;
+  loadTasks();
 }

@@ -146,8 +146,8 @@ type transitionSteps interface {
 	// results and evidence it deleted, per tenant.
 	DeleteTasks(ids []string) (map[string]int64, error)
 	// Revive makes each row's task, if it is still failed, timed_out or
-	// cancelled and of the row's tenant and pool, live again in the row's
-	// Queue: its result row goes, and
+	// cancelled and of the row's tenant, live again in the row's Queue
+	// (which the engine's caller guarantees is of the task's pool): its result row goes, and
 	// its live row is queued and ready (attempt 0, the result's epoch+1, a
 	// deadline of its original timeout from now). It returns the rows it
 	// changed, From the state the task left.
@@ -165,8 +165,7 @@ type Finished struct {
 	TaskID, Tenant string
 }
 
-// Revive queues a terminal task again (a retry), if it is of Tenant and
-// of Queue's pool.
+// Revive queues a terminal task again (a retry), if it is of Tenant.
 type Revive struct {
 	TaskID string
 	Tenant string

@@ -734,38 +734,64 @@ func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
 	return nil
 }
 
-// reviveSQL deletes the result rows among $1 that are still retryable, of
-// the tenants $4 and of the pools $5, and inserts their live rows in the
-// queues $2, at $3: queued and ready,
-// attempt 0, the result's epoch+1, the original timeout from now.
-const reviveSQL = `WITH u AS (
-		SELECT * FROM unnest($1::text[], $2::text[], $4::text[], $5::text[]) AS u (id, queue, tenant, pool)
-	), gone AS (
-		DELETE FROM task_results r USING u, tasks t
-		WHERE r.task_id = ANY($1) AND r.task_id = u.id AND r.state IN ('failed', 'timed_out', 'cancelled')
-			AND r.tenant = u.tenant AND t.id = u.id AND t.pool = u.pool
-		RETURNING r.task_id, r.state, r.lease_epoch, u.queue
+// reviveSQL deletes the result rows among $1 that are still retryable and
+// of their item's tenant ($2: "id tenant" pairs, checked by a hashed
+// lookup, so that the statement needs no join with the list), and inserts
+// their live rows in the queue $3 at $4: queued and ready, attempt 0, the
+// result's epoch+1, the original timeout from now. Each task is a
+// primary-key lookup (OFFSET 0 keeps it one).
+const reviveSQL = `WITH gone AS (
+		DELETE FROM task_results r
+		WHERE r.task_id = ANY($1) AND (r.task_id || ' ' || r.tenant) = ANY($2)
+			AND r.state IN ('failed', 'timed_out', 'cancelled')
+		RETURNING r.task_id, r.tenant, r.state, r.lease_epoch
 	), live AS (
 		INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch, deadline_at, created_at)
-		SELECT t.id, t.tenant, g.queue, t.priority, 'queued', 0, t.max_attempts, g.lease_epoch + 1,
-			$3::timestamptz + (t.deadline_at - GREATEST(t.created_at, coalesce(t.run_at, t.created_at))), $3
+		SELECT t.id, t.tenant, $3, t.priority, 'queued', 0, t.max_attempts, g.lease_epoch + 1,
+			$4::timestamptz + (t.deadline_at - GREATEST(t.created_at, coalesce(t.run_at, t.created_at))), $4
 		FROM gone g CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = g.task_id OFFSET 0) t
-		RETURNING id, tenant, queue, lease_epoch
 	)
-	SELECT l.id, l.tenant, l.queue, g.state, l.lease_epoch, true FROM live l JOIN gone g ON g.task_id = l.id`
+	SELECT task_id, tenant, $3, state, lease_epoch + 1, true FROM gone`
 
-// Revive makes retryable terminal tasks live again, in one statement.
+// Revive makes retryable terminal tasks live again: one statement per
+// queue, all in one round trip. The caller guarantees each row's queue is
+// of the task's pool (engine.Store.Retry's items).
 func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error) {
-	n := len(rows)
-	ids, queues, tenants, pools := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	for i, r := range rows {
-		ids[i], queues[i], tenants[i], pools[i] = r.TaskID, string(r.Queue), r.Tenant, string(r.Queue.Pool())
+	type group struct{ ids, keys []string }
+	groups := map[store.Queue]*group{}
+	var order []store.Queue
+	for _, r := range rows {
+		g := groups[r.Queue]
+		if g == nil {
+			g = &group{}
+			groups[r.Queue] = g
+			order = append(order, r.Queue)
+		}
+		g.ids = append(g.ids, r.TaskID)
+		g.keys = append(g.keys, r.TaskID+" "+r.Tenant)
 	}
-	res, err := t.query(reviveSQL, ids, queues, ts(now), tenants, pools)
+	b := &pgx.Batch{}
+	for _, q := range order {
+		b.Queue(reviveSQL, groups[q].ids, groups[q].keys, string(q), ts(now))
+	}
+	br, err := t.send(b)
 	if err != nil {
 		return nil, err
 	}
-	return collectMoved(res)
+	var out []engine.Moved
+	for range order {
+		rows, err := br.Query()
+		if err == nil {
+			var moved []engine.Moved
+			moved, err = collectMoved(rows)
+			out = append(out, moved...)
+		}
+		if err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	return out, br.Close()
 }
 
 // ResultBytes returns the bytes of each result among ids.

@@ -645,13 +645,12 @@ func (t *txn) ResultBytes(ids []string) (map[string]int64, error) {
 // epoch+1, the original timeout from now).
 func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error) {
 	queues := make(map[string]string, len(rows))
-	list := make([][3]string, len(rows))
+	list := make([][2]string, len(rows))
 	for i, r := range rows {
-		list[i], queues[r.TaskID] = [3]string{r.TaskID, r.Tenant, string(r.Queue.Pool())}, string(r.Queue)
+		list[i], queues[r.TaskID] = [2]string{r.TaskID, r.Tenant}, string(r.Queue)
 	}
 	res, err := t.tx.QueryContext(t.ctx, `DELETE FROM task_results WHERE task_id IN (
-			SELECT t.id FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0
-			WHERE t.tenant = j.value->>1 AND t.pool = j.value->>2)
+			SELECT t.id FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0 WHERE t.tenant = j.value->>1)
 		AND state IN ('failed', 'timed_out', 'cancelled')
 		RETURNING task_id, tenant, state, lease_epoch + 1`, jsonArg(list))
 	if err != nil {
