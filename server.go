@@ -113,7 +113,10 @@ type Server struct {
 
 // New opens the store (applying migrations), registers the workflows of
 // the mode and builds the ExecutionService and the HTTP API. It starts
-// nothing.
+// nothing. With OTEL_EXPORTER_OTLP_ENDPOINT (or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set, the server exports
+// OpenTelemetry spans with OTLP (docs/tracing.md); tracing is off
+// otherwise.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	n, err := node.New(ctx, node.Config(cfg), node.Options{Version: Version()})
 	if err != nil {
