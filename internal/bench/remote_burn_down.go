@@ -46,10 +46,9 @@ func (h *harness) remoteBurnDown(ctx context.Context) (*Result, error) {
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make([]error, h.opts.RemoteWorkers)
-	logger := h.opts.Logger.With("component", "bench-worker")
 	for i := range h.opts.RemoteWorkers {
 		w := worker.New(baseURL, key, worker.Options{
-			Slots: h.opts.Slots, WorkerID: fmt.Sprintf("bench-%s-w%d", h.run, i+1), Wait: time.Second, Logger: logger,
+			Slots: h.opts.Slots, WorkerID: fmt.Sprintf("bench-%s-w%d", h.run, i+1), Wait: time.Second, Logger: h.opts.Logger,
 			HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}},
 		})
 		w.Handle(RemoteWorkflow, remoteNoop)
