@@ -25,6 +25,13 @@ type Task struct {
 	ConfigVersion string          `json:"config_version"`
 	Result        json.RawMessage `json:"result"`
 	Error         *TaskError      `json:"error"`
+	// ConcurrencyKey, when set, bounds how many tasks with the same key
+	// (of the tenant and workflow) run at once.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// WaitingOn says why a queued task has not started: "run_at",
+	// "rate_limit", "concurrency_key", "paused" (and "dependencies");
+	// nil when nothing holds it back, or it is not queued.
+	WaitingOn *string `json:"waiting_on"`
 
 	// LeaseEpoch is the fencing token. It is internal and never serialized.
 	LeaseEpoch int64 `json:"-"`
@@ -89,4 +96,21 @@ type Principal struct {
 type EvidenceItem struct {
 	Kind string          `json:"kind"`
 	Body json.RawMessage `json:"body"`
+}
+
+// MaxConcurrencyKey is the longest concurrency key, in bytes.
+const MaxConcurrencyKey = 255
+
+// ValidConcurrencyKey reports whether key is 1 to 255 visible ASCII
+// characters (no space or control character).
+func ValidConcurrencyKey(key string) bool {
+	if key == "" || len(key) > MaxConcurrencyKey {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < '!' || key[i] > '~' {
+			return false
+		}
+	}
+	return true
 }

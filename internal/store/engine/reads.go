@@ -16,7 +16,11 @@ const DefaultListLimit = 50
 // GetTask reads one of the tenant's tasks.
 func (s *Store) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettype.Task, error) {
 	return read(ctx, s.b, "get_task", func(q Querier) (*dockettype.Task, error) {
-		return one(q, scanTask, TaskSelect(true)+" WHERE t.id = $1 AND t.tenant = $2", p.TaskID, p.Tenant)
+		t, err := one(q, scanTask, TaskSelect(true)+" WHERE t.id = $1 AND t.tenant = $2", p.TaskID, p.Tenant)
+		if err != nil {
+			return nil, err
+		}
+		return t, annotate(q, []*dockettype.Task{t}, p.Now)
 	})
 }
 
@@ -27,7 +31,11 @@ func (s *Store) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettyp
 func (s *Store) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*dockettype.Task, error) {
 	sql, args := listTasksQuery(p)
 	return read(ctx, s.b, "list_tasks", func(q Querier) ([]*dockettype.Task, error) {
-		return all(q, scanTask, sql, args...)
+		tasks, err := all(q, scanTask, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		return tasks, annotate(q, tasks, p.Now)
 	})
 }
 
