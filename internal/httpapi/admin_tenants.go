@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/tenantlimits"
 )
@@ -15,6 +16,11 @@ type tenantBody struct {
 	MaxInFlight int    `json:"max_in_flight"`
 	Weight      int    `json:"weight"`
 	InFlight    int    `json:"in_flight"`
+	// Paused and the rate limit on starts (null: none); see
+	// docs/flow-control.md.
+	Paused        bool `json:"paused"`
+	RatePerSecond *int `json:"rate_per_second"`
+	Burst         *int `json:"burst"`
 }
 
 type tenantsBody struct {
@@ -45,7 +51,12 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request, _ dockettyp
 		writeError(w, r, s.adminStoreError(r.Context(), "list_tenants", err))
 		return
 	}
-	writeJSON(w, r, http.StatusOK, tenantsBody{Tenants: tenantsOf(ts)})
+	_, rules, err := s.flowStats(r.Context())
+	if err != nil {
+		writeError(w, r, s.adminStoreError(r.Context(), "list_flow_rules", err))
+		return
+	}
+	writeJSON(w, r, http.StatusOK, tenantsBody{Tenants: withFlow(tenantsOf(ts), rules)})
 }
 
 // patchTenant serves PATCH /v1/admin/tenants/{id}: only the fields given
@@ -64,7 +75,11 @@ func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettyp
 		writeError(w, r, err)
 		return
 	}
-	raw, err := decodeObject(body, map[string]bool{"max_in_flight": true, "weight": true}, "the request body")
+	fields := map[string]bool{"max_in_flight": true, "weight": true}
+	if s.flow != nil {
+		fields["rate_per_second"], fields["burst"] = true, true
+	}
+	raw, err := decodeObject(body, fields, "the request body")
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -78,10 +93,35 @@ func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettyp
 			}
 		}
 	}
+	flow := &queue.FlowChange{Target: store.FlowTarget{Scope: store.ScopeTenant, Key: change.Tenant}}
+	if err := rateChange(raw, flow); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := change.Validate(); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	t, err := tenantlimits.Apply(r.Context(), s.adminStore, change)
 	if err != nil {
 		writeError(w, r, s.adminStoreError(r.Context(), "update_tenant", err))
 		return
 	}
-	writeJSON(w, r, http.StatusOK, tenantOf(t))
+	answer := tenantOf(t)
+	if s.flow != nil {
+		var rule *store.FlowRule
+		_, rateGiven := raw["rate_per_second"]
+		_, burstGiven := raw["burst"]
+		if rateGiven || burstGiven {
+			rule, err = s.flow.UpdateFlow(r.Context(), flow)
+		} else {
+			rule, err = s.flow.FlowRule(r.Context(), flow.Target)
+		}
+		if err != nil {
+			writeError(w, r, s.adminStoreError(r.Context(), "update_flow_rule", err))
+			return
+		}
+		answer = withFlow([]tenantBody{answer}, map[string]*store.FlowRule{t.ID: rule})[0]
+	}
+	writeJSON(w, r, http.StatusOK, answer)
 }

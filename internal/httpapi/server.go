@@ -120,6 +120,9 @@ type Options struct {
 	// Workflows, when set with Admin, serves the admin API's workflow
 	// routes (remote workflows).
 	Workflows WorkflowAdmin
+	// Flow, when set with Admin, serves pause and resume, the tenants'
+	// and workflows' rate limits and the concurrency per key.
+	Flow FlowAdmin
 	// Schedules, when set with Admin, serves the admin API's schedule
 	// routes (periodic schedules).
 	Schedules ScheduleAdmin
@@ -144,6 +147,7 @@ type server struct {
 	remote       RemoteWorkers
 	workflows    WorkflowAdmin
 	schedules    ScheduleAdmin
+	flow         FlowAdmin
 	log          *slog.Logger
 	metrics      *metrics.Metrics
 	clock        clockwork.Clock
@@ -210,6 +214,7 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		leaseTTL:     opts.LeaseTTL,
 		workflows:    opts.Workflows,
 		schedules:    opts.Schedules,
+		flow:         opts.Flow,
 		log:          opts.Logger.With("component", "http"),
 		metrics:      opts.Metrics,
 		clock:        opts.Clock,

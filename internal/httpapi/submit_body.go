@@ -22,6 +22,7 @@ import (
 var submitFields = map[string]bool{
 	"workflow": true, "input": true, "pool": true,
 	"timeout_ms": true, "priority": true, "max_attempts": true, "run_at": true,
+	"concurrency_key": true,
 }
 
 // readBody reads the whole request body, bounded by the server's limit.
@@ -145,6 +146,7 @@ func submissionOf(raw map[string]json.RawMessage, maxTimeout time.Duration) (*qu
 		{"priority", &req.Priority, "an integer"},
 		{"max_attempts", &req.MaxAttempts, "an integer"},
 		{"run_at", &runAt, "an RFC 3339 time"},
+		{"concurrency_key", &req.ConcurrencyKey, "a string"},
 	}
 	for _, f := range fields {
 		v, ok := raw[f.name]
@@ -169,6 +171,9 @@ func submissionOf(raw map[string]json.RawMessage, maxTimeout time.Duration) (*qu
 			return nil, invalidRequest(`run_at must be an RFC 3339 time, e.g. "2026-12-01T09:00:00Z"`)
 		}
 		req.RunAt = t
+	}
+	if _, ok := raw["concurrency_key"]; ok && !dockettype.ValidConcurrencyKey(req.ConcurrencyKey) {
+		return nil, invalidRequest("concurrency_key must be 1 to 255 visible ASCII characters")
 	}
 	req.Pool = dockettype.Pool(pool)
 	return req, nil

@@ -90,7 +90,7 @@ func assemble(ctx context.Context, cfg Config, opts Options, st store.Store) (*N
 	api.MaxTimeout = n.svc.Config().MaxTimeout
 	api.Admin, api.Node = st, n.svc
 	api.Remote, api.Workflows, api.LeaseTTL = n.svc, rt, n.svc.Config().LeaseTTL
-	api.Schedules = n.svc
+	api.Schedules, api.Flow = n.svc, n.svc
 	handler := httpapi.New(n.svc, auth.NewAuthenticator(st).WithCache(KeyCacheTTL, clock), api)
 	n.http = httpapi.NewServer(handler, slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn))
 	return n, nil

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
@@ -41,6 +42,16 @@ func (n *Node) observeQueue() {
 					Queued: p.Queued, Running: p.Running, RemoteRunning: p.RemoteRunning, OldestQueuedAt: p.OldestQueuedAt}
 			}
 			return out, nil
+		},
+	})
+	n.metrics.ObserveFlow(metrics.FlowGauges{
+		Now: n.clock.Now,
+		Read: func(ctx context.Context, now time.Time) (map[string]int, error) {
+			counts, err := n.store.FlowWaiting(ctx, now)
+			if err != nil {
+				log.WarnContext(ctx, "flow gauges not read", "code", dockettype.CodeStoreUnavailable, "op", "flow_waiting")
+			}
+			return counts, err
 		},
 	})
 	n.metrics.ObserveSchedulerLag(n.clock.Now)

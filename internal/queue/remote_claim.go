@@ -153,14 +153,18 @@ func (s *Service) claimQueues(ctx context.Context, st remoteStore, key []byte, w
 		// what the worker will never see.
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.QueryTimeout)
 		now := s.clock.Now()
+		var outcome store.ClaimOutcome
 		claimed, err := st.Claim(qctx, &store.ClaimParams{Now: now, Queue: q, Tenant: w.claimTenant(), Owner: w.ID,
-			Limit: limit - len(out), LeaseTTL: s.cfg.LeaseTTL})
+			Limit: limit - len(out), LeaseTTL: s.cfg.LeaseTTL, Outcome: &outcome})
 		cancel()
 		if err != nil {
 			return out, s.storeFailure(ctx, "claim", err)
 		}
 		pool := string(q.Pool())
 		s.metrics.Claims.WithLabelValues(pool).Add(float64(len(claimed)))
+		if outcome.Throttled > 0 {
+			s.metrics.ThrottledClaims.WithLabelValues(pool).Inc()
+		}
 		for _, c := range claimed {
 			if c.Task.Attempt == 1 {
 				s.metrics.StartLatency.WithLabelValues(pool).Observe(now.Sub(c.Task.CreatedAt).Seconds())

@@ -21,6 +21,10 @@ type SubmitRequest struct {
 	// RunAt, when set, is the earliest time the task starts; its deadline
 	// counts from then. Zero (or a time already past): at once.
 	RunAt time.Time
+	// ConcurrencyKey, when set (1–255 visible ASCII), bounds how many of
+	// the tenant's tasks of the workflow with this key run at once (the
+	// workflow's concurrency_per_key, default 1).
+	ConcurrencyKey string
 }
 
 // SubmitResult is an admitted (or replayed) task.

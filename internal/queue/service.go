@@ -29,6 +29,10 @@ type Store interface {
 	Ping(ctx context.Context) error
 	Fork(name string, opts store.ForkOptions) (store.Store, error)
 	store.Schedules
+	SetPaused(ctx context.Context, params *store.SetPausedParams) ([]store.FlowTarget, error)
+	UpdateFlowRule(ctx context.Context, params *store.UpdateFlowRuleParams) (*store.FlowRule, error)
+	GetFlowRule(ctx context.Context, target store.FlowTarget) (*store.FlowRule, error)
+	ListFlowRules(ctx context.Context) ([]*store.FlowRule, error)
 }
 
 // Service is the ExecutionService: admission, reads and cancellation for the

@@ -113,6 +113,9 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 	if req.MaxAttempts < 0 || req.MaxAttempts > s.cfg.MaxAttemptsLimit {
 		return nil, invalid(fmt.Sprintf("max_attempts must be between 1 and %d (0 or absent: the default)", s.cfg.MaxAttemptsLimit))
 	}
+	if req.ConcurrencyKey != "" && !dockettype.ValidConcurrencyKey(req.ConcurrencyKey) {
+		return nil, invalid("concurrency_key must be 1 to 255 visible ASCII characters")
+	}
 	input := []byte("null")
 	if len(req.Input) > 0 {
 		var buf bytes.Buffer
@@ -183,6 +186,7 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		ConfigVersion:  res.ConfigVersion,
 		Input:          input,
 		Queue:          queue,
+		ConcurrencyKey: req.ConcurrencyKey,
 		PoolCapacity:   s.cfg.pool(pool).Capacity,
 	}, nil
 }
@@ -207,6 +211,9 @@ func requestHash(req *SubmitRequest, compactInput []byte) string {
 		// Only when set, so that the hash of a request without run_at is
 		// the one earlier versions stored.
 		field([]byte("run_at=" + req.RunAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)))
+	}
+	if req.ConcurrencyKey != "" {
+		field([]byte("concurrency_key=" + req.ConcurrencyKey))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

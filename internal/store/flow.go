@@ -28,6 +28,9 @@ type FlowControl interface {
 	FlowWaiting(ctx context.Context, now time.Time) (map[string]int, error)
 }
 
+// MaxRate bounds rates and bursts (the tick arithmetic stays in int64).
+const MaxRate = 1_000_000
+
 // Flow scopes: what a pause or a limit applies to.
 const (
 	ScopePool     = "pool"

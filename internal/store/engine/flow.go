@@ -24,9 +24,9 @@ import (
 // Rate limits count starts in ticks of tickMS milliseconds of the claim's
 // clock, the time its events carry.
 const (
-	tickMS        = 20
-	ticksPerSec   = 1000 / tickMS
-	flowRounds    = 4
+	tickMS          = 20
+	ticksPerSec     = 1000 / tickMS
+	flowRounds      = 4
 	throttleMark    = time.Second     // how often a claim records a limit's throttling
 	throttledRecent = 2 * time.Second // a limit throttled this recently holds its tasks (waiting_on)
 )

@@ -98,8 +98,8 @@ func (s *Store) UpdateFlowRule(ctx context.Context, p *store.UpdateFlowRuleParam
 	return rule, nil
 }
 
-// MaxRate bounds rates and bursts (the tick arithmetic stays in int64).
-const MaxRate = 1_000_000
+// MaxRate bounds rates and bursts; see store.MaxRate.
+const MaxRate = store.MaxRate
 
 // fillKeys gives the free slots of a workflow's keys to their waiting
 // tasks.
