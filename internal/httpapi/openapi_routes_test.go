@@ -18,7 +18,8 @@ func routeSet(t *testing.T) []string {
 	type anyRemote struct{ RemoteWorkers }
 	type anyWorkflows struct{ WorkflowAdmin }
 	type anySchedules struct{ ScheduleAdmin }
-	s := newServer(nil, nil, Options{Admin: anyAdmin{}, Node: anyNode{}, Remote: anyRemote{}, Workflows: anyWorkflows{}, Schedules: anySchedules{}})
+	type anyFlow struct{ FlowAdmin }
+	s := newServer(nil, nil, Options{Admin: anyAdmin{}, Node: anyNode{}, Remote: anyRemote{}, Workflows: anyWorkflows{}, Schedules: anySchedules{}, Flow: anyFlow{}})
 	var out []string
 	for _, rt := range s.routes() {
 		out = append(out, rt.method+" "+rt.path)
