@@ -247,7 +247,8 @@ func (f *flowClaim) claim() ([]*store.ClaimedTask, []TenantQueue, error) {
 
 // serve starts up to g.Count of a tenant's ready tasks that no pause or
 // rate limit holds back. short: the tenant had fewer than granted that
-// could start, so later rounds leave it out.
+// could start (and no workflow was newly left out, which could leave it
+// others), so later rounds leave it out.
 func (f *flowClaim) serve(g fairshare.Grant, exceptWorkflows *[]string) ([]*store.ClaimedTask, bool, error) {
 	want := g.Count
 	if r, ok := f.rules.rate(store.ScopeTenant, g.Tenant); ok {
@@ -270,6 +271,7 @@ func (f *flowClaim) serve(g fairshare.Grant, exceptWorkflows *[]string) ([]*stor
 		count[c.Workflow]++
 	}
 	allowed := map[string]int{}
+	excluded := false // a workflow ran out of tokens: the tenant may have others
 	for _, wf := range slices.Sorted(maps.Keys(count)) {
 		r, ok := f.rules.rate(store.ScopeWorkflow, wf)
 		if !ok {
@@ -284,6 +286,7 @@ func (f *flowClaim) serve(g fairshare.Grant, exceptWorkflows *[]string) ([]*stor
 		if got < count[wf] {
 			f.outcome.Throttled += count[wf] - got
 			*exceptWorkflows = append(*exceptWorkflows, wf)
+			excluded = true
 		}
 	}
 	var ids []string
@@ -299,7 +302,7 @@ func (f *flowClaim) serve(g fairshare.Grant, exceptWorkflows *[]string) ([]*stor
 			return nil, false, err
 		}
 	}
-	return started, len(started) < g.Count, nil
+	return started, len(started) < g.Count && !excluded, nil
 }
 
 // tokens takes up to want starts of a rate limit in the claim's tick.

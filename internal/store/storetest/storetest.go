@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Fork", su.testFork)
 	t.Run("Remote", su.testRemote)
 	t.Run("Schedules", su.testSchedules)
+	t.Run("Flow", su.testFlow)
 }
 
 type suite struct {
