@@ -72,6 +72,9 @@ type SubmitParams struct {
 	TimeoutMS int64
 	// RunAt, when set, is the earliest time the task starts.
 	RunAt time.Time
+	// ConcurrencyKey, when set (1–255 visible ASCII), bounds how many of
+	// the tenant's tasks of the workflow with this key run at once.
+	ConcurrencyKey string
 	// Priority orders the tenant's tasks (higher first); -1000..1000.
 	Priority int
 	// MaxAttempts bounds retries; 0 takes the server's default.
@@ -115,6 +118,8 @@ type submitBody struct {
 	Priority    int             `json:"priority,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	RunAt       *time.Time      `json:"run_at,omitempty"`
+	// ConcurrencyKey: see SubmitParams.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // runAt is the body's run_at: absent when zero.
@@ -133,6 +138,7 @@ func (c *Client) Submit(ctx context.Context, p *SubmitParams) (*SubmitResult, er
 	body, err := json.Marshal(submitBody{
 		Workflow: p.Workflow, Input: p.Input, Pool: p.Pool,
 		TimeoutMS: p.TimeoutMS, Priority: p.Priority, MaxAttempts: p.MaxAttempts, RunAt: runAt(p.RunAt),
+		ConcurrencyKey: p.ConcurrencyKey,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docket: submit: encode input: %w", err)

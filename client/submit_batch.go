@@ -69,6 +69,7 @@ func (c *Client) SubmitBatch(ctx context.Context, p *SubmitBatchParams) ([]Batch
 		items[i] = batchItem{IdempotencyKey: t.IdempotencyKey, submitBody: submitBody{
 			Workflow: t.Workflow, Input: t.Input, Pool: t.Pool,
 			TimeoutMS: t.TimeoutMS, Priority: t.Priority, MaxAttempts: t.MaxAttempts, RunAt: runAt(t.RunAt),
+			ConcurrencyKey: t.ConcurrencyKey,
 		}}
 	}
 	body, err := json.Marshal(struct {

@@ -71,6 +71,7 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	maxAttempts := fs.Int("max-attempts", 0, "attempts before failing (default: the server's)")
 	wait := durationFlag(fs, "wait", 0, "wait up to this long for the task to finish")
 	runAt := fs.String("run-at", "", "start the task no earlier than this RFC 3339 time (its deadline counts from it)")
+	concurrencyKey := fs.String("concurrency-key", "", "run at most the workflow's concurrency_per_key (default 1) of the tenant's tasks with this key at once")
 	delay := durationFlag(fs, "delay", 0, "start the task no earlier than this long from now (instead of --run-at)")
 	asJSON := fs.Bool("json", !isTerminal(stdout), "print the API's JSON (the task); default: a summary on a terminal, JSON otherwise")
 	if _, err := parse(fs, args); err != nil {
@@ -109,6 +110,7 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	res, err := c.Submit(ctx, &client.SubmitParams{
 		IdempotencyKey: *idem, Workflow: *wf, Input: in, Pool: dockettype.Pool(*pool),
 		TimeoutMS: *timeoutMS, Priority: *priority, MaxAttempts: *maxAttempts, RunAt: at,
+		ConcurrencyKey: *concurrencyKey,
 	})
 	if err != nil {
 		return err
