@@ -69,7 +69,7 @@ measure:
   bench --url URL       measure a running server end to end
   faultcheck --db PATH|URL
                         inject faults under load and check the guarantees:
-                        --scenario kill9|pg-restart|conn-reset|ambiguous-commit|pause|clock-skew|sigterm|schedules|all
+                        --scenario kill9|pg-restart|conn-reset|ambiguous-commit|pause|clock-skew|sigterm|schedules|flow|all
 other:
   version               print the version
   help [COMMAND]        show this help, or a command's

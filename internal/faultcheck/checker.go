@@ -60,6 +60,8 @@ type CheckInput struct {
 	// Schedules are the periodic schedules the run fired (the schedules
 	// scenario), with their tasks.
 	Schedules []ScheduleView
+	// Flow is the flow scenario's rate-limited, keyed work.
+	Flow *FlowView
 }
 
 // Anomaly kinds: each breaks a guarantee and fails the run.
@@ -87,12 +89,15 @@ const (
 	// AnomalyScheduleMissed: a schedule made no task for a fire time
 	// while a node and the database were up.
 	AnomalyScheduleMissed = "schedule_missed"
+	// AnomalyFlowLimit: a one-second window with more starts than a rate
+	// limit allows, or a concurrency key with more running than its limit.
+	AnomalyFlowLimit = "flow_limit_exceeded"
 )
 
 // anomalyKinds in the order reports print them.
 var anomalyKinds = []string{AnomalyLost, AnomalyDuplicated, AnomalyOverwritten, AnomalyStuck,
 	AnomalyLifecycle, AnomalyAdmission, AnomalyExecutions, AnomalyFence, AnomalyViews, AnomalyReplay, AnomalyLogLeak, AnomalyReservation,
-	AnomalyOutcomeLost, AnomalyCharged, AnomalyClaimLost, AnomalyNotRerun, AnomalyScheduleTwice, AnomalyScheduleMissed}
+	AnomalyOutcomeLost, AnomalyCharged, AnomalyClaimLost, AnomalyNotRerun, AnomalyScheduleTwice, AnomalyScheduleMissed, AnomalyFlowLimit}
 
 // Result is the checker's verdict on one run.
 type Result struct {
@@ -159,6 +164,13 @@ type Result struct {
 	// their windows; ScheduleFired those that made a task.
 	ScheduleFireTimes int `json:"schedule_fire_times,omitempty"`
 	ScheduleFired     int `json:"schedule_fired,omitempty"`
+	// The flow scenario's tasks, those that ended, their starts, the most
+	// starts in one second and the most running tasks of one key.
+	FlowTasks         int `json:"flow_tasks,omitempty"`
+	FlowFinished      int `json:"flow_finished,omitempty"`
+	FlowStarts        int `json:"flow_starts,omitempty"`
+	FlowPeakPerSecond int `json:"flow_peak_per_second,omitempty"`
+	FlowPeakPerKey    int `json:"flow_peak_per_key,omitempty"`
 
 	// Anomalies counts each kind (see Anomaly*); Examples gives a few of
 	// each, with task IDs.
@@ -213,6 +225,7 @@ var passes = []pass{
 	checkClaimsRun,
 	checkReleases,
 	checkSchedules,
+	checkFlow,
 }
 
 // Check judges a run: the history of calls against what the database holds

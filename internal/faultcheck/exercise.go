@@ -117,9 +117,15 @@ func (r *rig) exercise(ctx context.Context) error {
 			return fmt.Errorf("read the schedules: %w", err)
 		}
 	}
+	var flowView *FlowView
+	if sc, ok := r.sc.(flowScenario); ok {
+		if flowView, err = sc.collectFlow(ctx, r, st); err != nil {
+			return fmt.Errorf("read the flow tasks: %w", err)
+		}
+	}
 	r.rep.Result = Check(&CheckInput{Ops: ops, Snapshot: Snapshot{Store: db, API: api}, Execs: execs,
 		Limits: r.limits, NodesStayUp: r.stayUp, Logs: logs, UnfinishedAtDrain: r.unfinished, DrainTimeout: r.opts.DrainTimeout, TenantInFlight: inFlight,
-		Schedules: scheds})
+		Schedules: scheds, Flow: flowView})
 	verdict := "no anomaly"
 	if n := r.rep.Result.AnomalyCount(); n > 0 {
 		verdict = fmt.Sprintf("%d ANOMALIES", n)
@@ -132,6 +138,12 @@ func (r *rig) exercise(ctx context.Context) error {
 // drain it stops them and reads what they made, for checkSchedules.
 type scheduleScenario interface {
 	collectSchedules(ctx context.Context, r *rig, st store.Store) ([]ScheduleView, error)
+}
+
+// flowScenario is a scenario that runs rate-limited, keyed work: after the
+// drain it reads that work for checkFlow.
+type flowScenario interface {
+	collectFlow(ctx context.Context, r *rig, st store.Store) (*FlowView, error)
 }
 
 // heal ends every fault: the scenario's own first (PostgreSQL started,

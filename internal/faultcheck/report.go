@@ -101,6 +101,10 @@ func WriteText(w io.Writer, reports []*Report) {
 			row("schedules", "%d fire times, %d with their task · fired twice %d · missed while up %d",
 				res.ScheduleFireTimes, res.ScheduleFired, res.Anomalies[AnomalyScheduleTwice], res.Anomalies[AnomalyScheduleMissed])
 		}
+		if res.FlowTasks > 0 {
+			row("flow", "%d tasks, %d ended · %d starts, at most %d in one second · at most %d running per key · limits exceeded %d",
+				res.FlowTasks, res.FlowFinished, res.FlowStarts, res.FlowPeakPerSecond, res.FlowPeakPerKey, res.Anomalies[AnomalyFlowLimit])
+		}
 		for _, f := range res.Findings {
 			row("FINDING", "%s", f)
 		}

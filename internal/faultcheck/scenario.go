@@ -52,6 +52,7 @@ var scenarios = []func() Scenario{
 	newClockSkew,
 	newSigterm,
 	newSchedules,
+	newFlow,
 }
 
 // ScenarioAll selects every scenario.
