@@ -27,11 +27,11 @@ const ScenarioFlow = "flow"
 // second (burst flowBurst), and flowTasks demo.sleep tasks over flowKeys
 // concurrency keys, at most flowPerKey running per key.
 const (
-	flowRate   = 40
-	flowBurst  = 4
+	flowRate   = 10
+	flowBurst  = 2
 	flowPerKey = 2
 	flowKeys   = 20
-	flowTasks  = 400
+	flowTasks  = 300
 )
 
 // flow submits flowTasks keyed tasks as a tenant of its own, beside the
