@@ -21,45 +21,49 @@ import (
 // them. A tenant that comes up short is left out of the next round, so that
 // a tenant whose ready tasks are all held back does not hold up the others.
 
-// Rate limits count starts in ticks of tickMS milliseconds of the claim's
-// clock, the time its events carry.
+// Rate limits count starts in 20 ms ticks of the claim's clock (the time
+// its events carry).
 const (
-	tickMS          = 20
-	ticksPerSec     = 1000 / tickMS
 	flowRounds      = 4
 	throttleMark    = time.Second     // how often a claim records a limit's throttling
 	throttledRecent = 2 * time.Second // a limit throttled this recently holds its tasks (waiting_on)
+	tickMS          = 20
+	ticksPerSec     = 1000 / tickMS
+	// lookback is how many ticks before its own a claim may still take
+	// starts of, oldest first: a claimer that woke up to 60 ms late (a
+	// busy machine) loses none of a tick's starts, and a slow rate's
+	// single start in a few ticks is not missed.
+	lookback = 3
 )
 
-// Tick is the rate-limit tick of a time (its milliseconds, as stored).
-func Tick(t time.Time) int64 { return ts(t).UnixMilli() / tickMS }
+// TickMS is the length of a rate-limit tick, in milliseconds.
+func TickMS(int) int64 { return tickMS }
 
-// TickStart is when a tick begins.
-func TickStart(tick int64) time.Time { return time.UnixMilli(tick * tickMS).UTC() }
-
-// Allowance is how many tasks under a limit of rate starts per second with
-// burst may start in one tick. Over n consecutive ticks the allowances sum
-// to floor((j+n)·c) − floor(j·c) < n·c + 1, with c the per-tick rate
-// min(rate/50, (rate+burst)/51): any one-second window of milliseconds
-// meets at most 51 ticks, so it holds at most rate+burst starts (an
-// integer above 51·c − 1), and a limit that is hit steadily starts rate per
-// second when burst >= rate/50, rate·50/51 otherwise.
-func Allowance(rate, burst int, tick int64) int {
+// Allowance is how many starts tick i gives a limit of rate starts per
+// second with burst. The allowances of n consecutive ticks sum to
+// floor((j+n)·c) − floor(j·c) < n·c + 1, for c = min(rate/50,
+// (rate+burst)/(51+lookback)). A one-second window of milliseconds meets at
+// most 51 ticks, and its starts took their tokens from those or from the
+// lookback ticks before them: fewer than (51+lookback)·c + 1 <= rate+burst+1,
+// so at most rate+burst starts. A limit hit steadily starts rate per second
+// when burst >= rate·(1+lookback)/50, a little less otherwise (the bound
+// wins).
+func Allowance(rate, burst int, i int64) int {
 	if rate <= 0 {
 		return 0
 	}
 	num, den := int64(rate), int64(ticksPerSec)
-	if int64(rate+burst)*ticksPerSec < int64(rate)*(ticksPerSec+1) {
-		num, den = int64(rate+burst), ticksPerSec+1
+	if int64(rate+burst)*ticksPerSec < int64(rate)*(ticksPerSec+1+lookback) {
+		num, den = int64(rate+burst), ticksPerSec+1+lookback
 	}
-	return int((tick+1)*num/den - tick*num/den)
+	return int((i+1)*num/den - i*num/den)
 }
 
-// TokenAsk asks for up to Want starts of one limit in one tick, of at most
-// Cap in all.
+// TokenAsk asks for up to Want starts of one limit in one tick (named by
+// its first millisecond), of at most Cap in all.
 type TokenAsk struct {
 	Target store.FlowTarget
-	Tick   int64
+	Tick   int64 // the tick's start, Unix milliseconds
 	Cap    int
 	Want   int
 }
@@ -163,7 +167,7 @@ type flowClaim struct {
 	tx        Tx
 	p         *store.ClaimParams
 	rules     flowRules
-	tick      int64
+	now       int64 // the claim's time, Unix milliseconds
 	throttled map[store.FlowTarget]bool
 	outcome   store.ClaimOutcome
 }
@@ -171,7 +175,7 @@ type flowClaim struct {
 // claimFlow claims under pauses and rate limits; see the comment at the
 // top of the file.
 func claimFlow(tx Tx, p *store.ClaimParams, rules flowRules, c *changes) ([]*store.ClaimedTask, error) {
-	f := &flowClaim{tx: tx, p: p, rules: rules, tick: Tick(p.Now), throttled: map[store.FlowTarget]bool{}}
+	f := &flowClaim{tx: tx, p: p, rules: rules, now: ts(p.Now).UnixMilli(), throttled: map[store.FlowTarget]bool{}}
 	claimed, rows, err := f.claim()
 	if err != nil {
 		return nil, err
@@ -305,22 +309,29 @@ func (f *flowClaim) serve(g fairshare.Grant, exceptWorkflows *[]string) ([]*stor
 	return started, len(started) < g.Count && !excluded, nil
 }
 
-// tokens takes up to want starts of a rate limit in the claim's tick.
+// tokens takes up to want starts of a rate limit: from the lookback
+// ticks before the claim's, oldest first, then from its own.
 func (f *flowClaim) tokens(r store.FlowRule, want int) (int, error) {
+	tms := TickMS(r.RatePerSecond)
+	tick := f.now / tms
 	got := 0
-	if allowance := Allowance(r.RatePerSecond, r.Burst, f.tick); allowance > 0 {
-		var err error
-		got, err = f.tx.TakeTokens(TokenAsk{Target: r.FlowTarget, Tick: f.tick, Cap: allowance, Want: want})
+	for i := tick - lookback; i <= tick && got < want; i++ {
+		allowance := Allowance(r.RatePerSecond, r.Burst, i)
+		if allowance == 0 {
+			continue
+		}
+		n, err := f.tx.TakeTokens(TokenAsk{Target: r.FlowTarget, Tick: i * tms, Cap: allowance, Want: want - got})
 		if err != nil {
 			return 0, err
 		}
+		got += n
 	}
 	if got < want {
 		f.throttled[r.FlowTarget] = true
 		// The next tick that has starts to give.
-		for next := f.tick + 1; next <= f.tick+ticksPerSec+1; next++ {
+		for next := tick + 1; next <= tick+1000/tms+1; next++ {
 			if Allowance(r.RatePerSecond, r.Burst, next) > 0 {
-				if at := TickStart(next); f.outcome.RetryAt.IsZero() || at.Before(f.outcome.RetryAt) {
+				if at := time.UnixMilli(next * tms).UTC(); f.outcome.RetryAt.IsZero() || at.Before(f.outcome.RetryAt) {
 					f.outcome.RetryAt = at
 				}
 				break
