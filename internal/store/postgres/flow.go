@@ -58,14 +58,21 @@ func (t *txn) TakeTokens(a engine.TokenAsk) (int, error) {
 	return got, err
 }
 
-// MarkThrottled records when claims found the limits exhausted.
+// MarkThrottled records when claims found the limits exhausted. A rule
+// row another claim is marking is skipped, never waited for: claims must
+// not queue on it.
 func (t *txn) MarkThrottled(targets []store.FlowTarget, now time.Time) error {
 	scopes, keys := make([]string, len(targets)), make([]string, len(targets))
 	for i, tg := range targets {
 		scopes[i], keys[i] = tg.Scope, tg.Key
 	}
-	t.later(`UPDATE flow_rules f SET throttled_at = $3 FROM unnest($1::text[], $2::text[]) AS u (scope, key)
-		WHERE f.scope = u.scope AND f.key = u.key`, scopes, keys, ts(now))
+	t.later(`UPDATE flow_rules f SET throttled_at = $3
+		WHERE (f.scope, f.key) IN (
+			SELECT r.scope, r.key FROM flow_rules r JOIN unnest($1::text[], $2::text[]) AS u (scope, key)
+				ON r.scope = u.scope AND r.key = u.key
+			WHERE r.throttled_at IS NULL OR r.throttled_at < $4
+			ORDER BY r.scope, r.key
+			FOR UPDATE OF r SKIP LOCKED)`, scopes, keys, ts(now), ts(now.Add(-time.Second)))
 	return nil
 }
 
@@ -117,73 +124,92 @@ func (t *txn) AddKeySlots(deltas []engine.KeyDelta) error {
 	return nil
 }
 
-// releaseKeySQL gives a key's free slots to its waiting tasks ($1
-// tenant, $2 workflow, $3 key, $4 now), after lockKeySQL locked the key's
-// row and applied the delta: admissions and releases of one key take
-// turns, so its count is exact. A waiting task locked by another
-// transaction (a cancel or a timeout, which end it) is skipped.
-const (
-	lockKeySQL = `UPDATE concurrency_keys SET active = GREATEST(active + $4, 0)
-		WHERE tenant = $1 AND workflow = $2 AND key = $3`
-	releaseKeySQL = `WITH room AS (
-		SELECT GREATEST(coalesce((SELECT f.concurrency_per_key FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = $2), 1)
-			- c.active, 0) AS n
-		FROM concurrency_keys c WHERE c.tenant = $1 AND c.workflow = $2 AND c.key = $3
-	), next AS (
-		SELECT q.id FROM task_queue q
-		WHERE q.tenant = $1 AND q.workflow = $2 AND q.concurrency_key = $3 AND NOT q.key_slot AND q.state = 'queued'
-		ORDER BY q.priority DESC, q.id
-		LIMIT coalesce((SELECT n FROM room), 0)
-		FOR UPDATE SKIP LOCKED
-	), woke AS (
-		UPDATE task_queue q SET key_slot = true,
-			run_after = CASE WHEN t.run_at > $4 THEN t.run_at END
+// ReleaseKeys frees slots and gives them to waiting tasks in two round
+// trips whatever the number of keys. The keys' rows are locked first, in
+// the engine's order: admissions and releases of one key take turns, so
+// its count is exact. A waiting task locked by another transaction (a
+// cancel or a timeout, which end it) is skipped.
+func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time) ([]engine.Moved, error) {
+	refs := make([]engine.KeyRef, len(deltas))
+	ns := make([]int32, len(deltas))
+	for i, d := range deltas {
+		refs[i], ns[i] = d.KeyRef, int32(d.N)
+	}
+	tenants, workflows, keys := keyArrays(refs)
+	rows, err := t.query(`WITH u AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS u (tenant, workflow, key, n)
+		), locked AS (
+			SELECT c.tenant, c.workflow, c.key FROM concurrency_keys c
+			JOIN u ON c.tenant = u.tenant AND c.workflow = u.workflow AND c.key = u.key
+			ORDER BY c.tenant, c.workflow, c.key
+			FOR UPDATE OF c
+		)
+		UPDATE concurrency_keys c SET active = GREATEST(c.active + u.n, 0)
+		FROM u, locked l
+		WHERE c.tenant = l.tenant AND c.workflow = l.workflow AND c.key = l.key
+			AND u.tenant = l.tenant AND u.workflow = l.workflow AND u.key = l.key
+		RETURNING c.tenant, c.workflow, c.key,
+			GREATEST(coalesce((SELECT f.concurrency_per_key FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = c.workflow), 1)
+				- c.active, 0)`, tenants, workflows, keys, ns)
+	if err != nil {
+		return nil, err
+	}
+	var free []engine.KeyRef
+	var room []int32
+	var r engine.KeyRef
+	var n int32
+	if _, err := pgx.ForEachRow(rows, []any{&r.Tenant, &r.Workflow, &r.Key, &n}, func() error {
+		if n > 0 {
+			free, room = append(free, r), append(room, n)
+		}
+		return nil
+	}); err != nil || len(free) == 0 {
+		return nil, err
+	}
+	tenants, workflows, keys = keyArrays(free)
+	rows, err = t.query(`WITH r AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS r (tenant, workflow, key, room)
+		), next AS (
+			SELECT w.id FROM r CROSS JOIN LATERAL (
+				SELECT q.id FROM task_queue q
+				WHERE q.tenant = r.tenant AND q.workflow = r.workflow AND q.concurrency_key = r.key AND NOT q.key_slot
+					AND q.state = 'queued'
+				ORDER BY q.priority DESC, q.id
+				LIMIT r.room
+				FOR UPDATE SKIP LOCKED) w
+		)
+		UPDATE task_queue q SET key_slot = true, run_after = CASE WHEN t.run_at > $5 THEN t.run_at END
 		FROM tasks t
 		WHERE q.id IN (SELECT id FROM next) AND t.id = q.id
-		RETURNING q.id, q.tenant, q.queue, q.run_after IS NULL AS ready
-	), counted AS (
-		UPDATE concurrency_keys SET active = active + (SELECT count(*) FROM woke)
-		WHERE tenant = $1 AND workflow = $2 AND key = $3 AND EXISTS (SELECT 1 FROM woke)
-	)
-	SELECT id, tenant, queue, ready FROM woke`
-)
-
-// ReleaseKeys frees slots and gives them to waiting tasks, two statements
-// per key, in one round trip.
-func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time) ([]engine.Moved, error) {
-	b := &pgx.Batch{}
-	for _, d := range deltas {
-		b.Queue(lockKeySQL, d.Tenant, d.Workflow, d.Key, d.N)
-		b.Queue(releaseKeySQL, d.Tenant, d.Workflow, d.Key, ts(now))
-	}
-	br, err := t.send(b)
+		RETURNING q.id, q.tenant, q.queue, q.run_after IS NULL, q.workflow, q.concurrency_key`,
+		tenants, workflows, keys, room, ts(now))
 	if err != nil {
 		return nil, err
 	}
 	var out []engine.Moved
-	for range deltas {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return nil, err
+	woke := map[engine.KeyRef]int32{}
+	var m engine.Moved
+	var queue string
+	if _, err := pgx.ForEachRow(rows, []any{&m.TaskID, &m.Tenant, &queue, &m.Ready, &m.Workflow, &m.Key}, func() error {
+		m.Queue = store.Queue(queue)
+		out = append(out, m)
+		woke[engine.KeyRef{Tenant: m.Tenant, Workflow: m.Workflow, Key: m.Key}]++
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(woke) > 0 {
+		var add []engine.KeyDelta
+		for _, k := range free {
+			if w := woke[k]; w > 0 {
+				add = append(add, engine.KeyDelta{KeyRef: k, N: int(w)})
+			}
 		}
-		rows, err := br.Query()
-		if err == nil {
-			var got []engine.Moved
-			got, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (engine.Moved, error) {
-				var m engine.Moved
-				var queue string
-				err := r.Scan(&m.TaskID, &m.Tenant, &queue, &m.Ready)
-				m.Queue = store.Queue(queue)
-				return m, err
-			})
-			out = append(out, got...)
-		}
-		if err != nil {
-			br.Close()
+		if err := t.AddKeySlots(add); err != nil {
 			return nil, err
 		}
 	}
-	return out, br.Close()
+	return out, nil
 }
 
 // WorkflowKeys returns the keys of a workflow with waiting tasks.
