@@ -31,7 +31,7 @@ const (
 	flowBurst  = 2
 	flowPerKey = 2
 	flowKeys   = 20
-	flowTasks  = 300
+	flowTasks  = 250
 )
 
 // flow submits flowTasks keyed tasks as a tenant of its own, beside the
@@ -120,7 +120,7 @@ func (f *flow) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {
 			key := fmt.Sprintf("k%02d", i%flowKeys)
 			idem := fmt.Sprintf("%s-%d", f.tenant, i)
 			f.keys[idem] = key
-			tasks = append(tasks, &client.SubmitParams{IdempotencyKey: idem, Workflow: "demo.sleep", Pool: dockettype.PoolOffline,
+			tasks = append(tasks, &client.SubmitParams{IdempotencyKey: idem, Workflow: "demo.sleep", Pool: dockettype.PoolOnline,
 				Input: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 20+rng.IntN(100))), ConcurrencyKey: key, TimeoutMS: 600_000})
 		}
 		if err := f.call(context.Background(), r, func(ctx context.Context, c *client.Client) error {
