@@ -58,8 +58,10 @@ func (f *flow) Setup(ctx context.Context, r *rig) error {
 	if dsn.IsPostgres(r.opts.DB) {
 		nodes = 3
 	}
+	// Offline workers enough for the keys' slots (the usual load runs
+	// online).
 	for range nodes {
-		if err := r.addNode(nodeConfig{}); err != nil {
+		if err := r.addNode(nodeConfig{offline: 16}); err != nil {
 			return err
 		}
 	}
@@ -120,7 +122,7 @@ func (f *flow) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {
 			key := fmt.Sprintf("k%02d", i%flowKeys)
 			idem := fmt.Sprintf("%s-%d", f.tenant, i)
 			f.keys[idem] = key
-			tasks = append(tasks, &client.SubmitParams{IdempotencyKey: idem, Workflow: "demo.sleep", Pool: dockettype.PoolOnline,
+			tasks = append(tasks, &client.SubmitParams{IdempotencyKey: idem, Workflow: "demo.sleep", Pool: dockettype.PoolOffline,
 				Input: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 20+rng.IntN(100))), ConcurrencyKey: key, TimeoutMS: 600_000})
 		}
 		if err := f.call(context.Background(), r, func(ctx context.Context, c *client.Client) error {
