@@ -263,6 +263,14 @@ func (f *flowClaim) serve(g fairshare.Grant, exceptWorkflows *[]string) ([]*stor
 		}
 		want = got
 	}
+	// Lock no more candidates than the rate-limited workflows can start:
+	// each locked row is a write.
+	for t, r := range f.rules {
+		if t.Scope == store.ScopeWorkflow && r.RatePerSecond > 0 && !slices.Contains(*exceptWorkflows, t.Key) &&
+			(!f.p.Queue.Remote() || f.p.Queue.Workflow() == t.Key) {
+			want = min(want, max(f.tokensAhead(r), 1))
+		}
+	}
 	cands, err := f.tx.Candidates(f.p.Queue, g.Tenant, want, *exceptWorkflows)
 	if err != nil {
 		return nil, false, err
@@ -307,6 +315,17 @@ func (f *flowClaim) serve(g fairshare.Grant, exceptWorkflows *[]string) ([]*stor
 		}
 	}
 	return started, len(started) < g.Count && !excluded, nil
+}
+
+// tokensAhead bounds the starts a rate limit can give this claim: the
+// allowances of its tick and the lookback ticks before it.
+func (f *flowClaim) tokensAhead(r store.FlowRule) int {
+	tick := f.now / TickMS(r.RatePerSecond)
+	n := 0
+	for i := tick - lookback; i <= tick; i++ {
+		n += Allowance(r.RatePerSecond, r.Burst, i)
+	}
+	return n
 }
 
 // tokens takes up to want starts of a rate limit: from the lookback
