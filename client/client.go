@@ -72,6 +72,9 @@ type SubmitParams struct {
 	TimeoutMS int64
 	// RunAt, when set, is the earliest time the task starts.
 	RunAt time.Time
+	// ConcurrencyKey, when set (1–255 visible ASCII), bounds how many of
+	// the tenant's tasks of the workflow with this key run at once.
+	ConcurrencyKey string
 	// Priority orders the tenant's tasks (higher first); -1000..1000.
 	Priority int
 	// MaxAttempts bounds retries; 0 takes the server's default.
@@ -125,6 +128,8 @@ type submitBody struct {
 	RunAt       *time.Time      `json:"run_at,omitempty"`
 	DependsOn   []string        `json:"depends_on,omitempty"`
 	OnDepFail   string          `json:"on_dependency_failure,omitempty"`
+	// ConcurrencyKey: see SubmitParams.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // runAt is the body's run_at: absent when zero.
@@ -144,6 +149,7 @@ func (c *Client) Submit(ctx context.Context, p *SubmitParams) (*SubmitResult, er
 		Workflow: p.Workflow, Input: p.Input, Pool: p.Pool,
 		TimeoutMS: p.TimeoutMS, Priority: p.Priority, MaxAttempts: p.MaxAttempts, RunAt: runAt(p.RunAt),
 		DependsOn: p.DependsOn, OnDepFail: p.OnDependencyFailure,
+		ConcurrencyKey: p.ConcurrencyKey,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docket: submit: encode input: %w", err)

@@ -70,6 +70,7 @@ func (c *Client) SubmitBatch(ctx context.Context, p *SubmitBatchParams) ([]Batch
 			Workflow: t.Workflow, Input: t.Input, Pool: t.Pool,
 			TimeoutMS: t.TimeoutMS, Priority: t.Priority, MaxAttempts: t.MaxAttempts, RunAt: runAt(t.RunAt),
 			DependsOn: t.DependsOn, OnDepFail: t.OnDependencyFailure,
+			ConcurrencyKey: t.ConcurrencyKey,
 		}}
 	}
 	body, err := json.Marshal(struct {

@@ -25,7 +25,12 @@ type Task struct {
 	ConfigVersion string          `json:"config_version"`
 	Result        json.RawMessage `json:"result"`
 	Error         *TaskError      `json:"error"`
-	// WaitingOn says why a queued task does not run yet (null otherwise).
+	// ConcurrencyKey, when set, bounds how many tasks with the same key
+	// (of the tenant and workflow) run at once.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// WaitingOn says why a queued task has not started: "dependencies",
+	// "run_at", "rate_limit", "concurrency_key" or "paused"; null when
+	// nothing holds it back, or it is not queued.
 	WaitingOn WaitingOn `json:"waiting_on"`
 	// DependsOn lists the tasks this one waits for, in the order given at
 	// submission (absent when none). Only single-task reads carry it.
@@ -104,4 +109,21 @@ type Principal struct {
 type EvidenceItem struct {
 	Kind string          `json:"kind"`
 	Body json.RawMessage `json:"body"`
+}
+
+// MaxConcurrencyKey is the longest concurrency key, in bytes.
+const MaxConcurrencyKey = 255
+
+// ValidConcurrencyKey reports whether key is 1 to 255 visible ASCII
+// characters (no space or control character).
+func ValidConcurrencyKey(key string) bool {
+	if key == "" || len(key) > MaxConcurrencyKey {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < '!' || key[i] > '~' {
+			return false
+		}
+	}
+	return true
 }

@@ -71,6 +71,7 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 	maxAttempts := fs.Int("max-attempts", 0, "attempts before failing (default: the server's)")
 	wait := durationFlag(fs, "wait", 0, "wait up to this long for the task to finish")
 	runAt := fs.String("run-at", "", "start the task no earlier than this RFC 3339 time (its deadline counts from it)")
+	concurrencyKey := fs.String("concurrency-key", "", "run at most the workflow's concurrency_per_key (default 1) of the tenant's tasks with this key at once")
 	delay := durationFlag(fs, "delay", 0, "start the task no earlier than this long from now (instead of --run-at)")
 	dependsOn := fs.String("depends-on", "", "comma-separated IDs of tasks this one waits for (it runs once all succeeded)")
 	onDepFail := fs.String("on-dependency-failure", "", `when a dependency fails, times out or is cancelled: "fail" (default) or "run"`)
@@ -112,6 +113,7 @@ func submitCmd(args []string, stdout, stderr io.Writer) error {
 		IdempotencyKey: *idem, Workflow: *wf, Input: in, Pool: dockettype.Pool(*pool),
 		TimeoutMS: *timeoutMS, Priority: *priority, MaxAttempts: *maxAttempts, RunAt: at,
 		DependsOn: splitList(*dependsOn), OnDependencyFailure: *onDepFail,
+		ConcurrencyKey: *concurrencyKey,
 	})
 	if err != nil {
 		return err

@@ -65,12 +65,16 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   schedules put NAME --tenant T --workflow W --cron EXPR
                         create or replace a periodic schedule (admin key);
                         also list, get, pause, resume, delete NAME
+  pause --pool P | --tenant T | --workflow W
+                        stop starting its tasks on every node (admin key); resume: start again
+  limits --tenant T | --workflow W [--rate N|none] [--burst N] [--concurrency-per-key N|none]
+                        set rate limits on starts and the concurrency per key (admin key)
 measure:
   bench --db PATH|URL   measure a store in-process: --mode burn-down|continuous|http
   bench --url URL       measure a running server end to end
   faultcheck --db PATH|URL
                         inject faults under load and check the guarantees:
-                        --scenario kill9|pg-restart|conn-reset|ambiguous-commit|pause|clock-skew|sigterm|schedules|all
+                        --scenario kill9|pg-restart|conn-reset|ambiguous-commit|pause|clock-skew|sigterm|schedules|flow|all
 other:
   version               print the version
   help [COMMAND]        show this help, or a command's
@@ -88,6 +92,9 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"workflows":  workflowsCmd,
 	"workers":    workersCmd,
 	"schedules":  schedulesCmd,
+	"pause":      pauseCmd(true),
+	"resume":     pauseCmd(false),
+	"limits":     limitsCmd,
 	"submit":     submitCmd,
 	"get":        getCmd,
 	"cancel":     cancelCmd,

@@ -595,6 +595,24 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("globex after the edit = %+v, want weight 3 and its limit unchanged", tn)
 		}
 	}
+	// Pause globex from its row: the row shows it paused and the API
+	// lists it; the flow form resumes it.
+	b.do("pause globex", chromedp.Click(chromedp.CSS(`#admin-tenants tr[data-tenant="globex"] button.small`)))
+	b.until("see globex paused", `document.querySelector('#admin-tenants tr[data-tenant="globex"] .badge.paused') !== null`)
+	var paused struct {
+		Flow struct {
+			Paused []map[string]string
+		}
+	}
+	a.call(http.MethodGet, "/v1/admin/stats", adminKey, "", nil, &paused)
+	if len(paused.Flow.Paused) != 1 || paused.Flow.Paused[0]["tenant"] != "globex" {
+		t.Errorf("paused after the dashboard's pause = %v, want tenant globex", paused.Flow.Paused)
+	}
+	b.set("flow-scope", "tenant")
+	b.set("flow-name", "globex")
+	b.do("resume globex from the form", chromedp.Click(chromedp.ID("flow-resume")))
+	b.until("see nothing paused", `document.getElementById("flow-answer").textContent === "Nothing is paused."`)
+	b.until("see globex's badge gone", `document.querySelector('#admin-tenants tr[data-tenant="globex"] .badge.paused') === null`)
 	b.set("key-tenant", "not a name")
 	if !eval[bool](b, `document.getElementById("key-tenant").validity.patternMismatch`) {
 		t.Error("the key form accepts a tenant name the API refuses")

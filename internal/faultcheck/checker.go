@@ -63,6 +63,8 @@ type CheckInput struct {
 	// Dependencies are the dependency graphs the run submitted (the
 	// dependencies scenario), with their tasks.
 	Dependencies *DependencyView
+	// Flow is the flow scenario's rate-limited, keyed work.
+	Flow *FlowView
 }
 
 // Anomaly kinds: each breaks a guarantee and fails the run.
@@ -98,13 +100,16 @@ const (
 	// its dependencies are terminal, or ended otherwise than with
 	// dependency_failed after one did not succeed.
 	AnomalyDependencyWaiting = "dependency_left_waiting"
+	// AnomalyFlowLimit: a one-second window with more starts than a rate
+	// limit allows, or a concurrency key with more running than its limit.
+	AnomalyFlowLimit = "flow_limit_exceeded"
 )
 
 // anomalyKinds in the order reports print them.
 var anomalyKinds = []string{AnomalyLost, AnomalyDuplicated, AnomalyOverwritten, AnomalyStuck,
 	AnomalyLifecycle, AnomalyAdmission, AnomalyExecutions, AnomalyFence, AnomalyViews, AnomalyReplay, AnomalyLogLeak, AnomalyReservation,
 	AnomalyOutcomeLost, AnomalyCharged, AnomalyClaimLost, AnomalyNotRerun, AnomalyScheduleTwice, AnomalyScheduleMissed,
-	AnomalyDependencyEarly, AnomalyDependencyWaiting}
+	AnomalyDependencyEarly, AnomalyDependencyWaiting, AnomalyFlowLimit}
 
 // Result is the checker's verdict on one run.
 type Result struct {
@@ -178,6 +183,13 @@ type Result struct {
 	// dependency_failed.
 	DependentsFailed int `json:"dependents_failed,omitempty"`
 	ScheduleFired    int `json:"schedule_fired,omitempty"`
+	// The flow scenario's tasks, those that ended, their starts, the most
+	// starts in one second and the most running tasks of one key.
+	FlowTasks         int `json:"flow_tasks,omitempty"`
+	FlowFinished      int `json:"flow_finished,omitempty"`
+	FlowStarts        int `json:"flow_starts,omitempty"`
+	FlowPeakPerSecond int `json:"flow_peak_per_second,omitempty"`
+	FlowPeakPerKey    int `json:"flow_peak_per_key,omitempty"`
 
 	// Anomalies counts each kind (see Anomaly*); Examples gives a few of
 	// each, with task IDs.
@@ -233,6 +245,7 @@ var passes = []pass{
 	checkReleases,
 	checkSchedules,
 	checkDependencies,
+	checkFlow,
 }
 
 // Check judges a run: the history of calls against what the database holds

@@ -127,9 +127,15 @@ func (r *rig) exercise(ctx context.Context) error {
 			return fmt.Errorf("read the dependency graphs: %w", err)
 		}
 	}
+	var flowView *FlowView
+	if sc, ok := r.sc.(flowScenario); ok {
+		if flowView, err = sc.collectFlow(ctx, r, st); err != nil {
+			return fmt.Errorf("read the flow tasks: %w", err)
+		}
+	}
 	r.rep.Result = Check(&CheckInput{Ops: ops, Snapshot: Snapshot{Store: db, API: api}, Execs: execs,
 		Limits: r.limits, NodesStayUp: r.stayUp, Logs: logs, UnfinishedAtDrain: r.unfinished, DrainTimeout: r.opts.DrainTimeout, TenantInFlight: inFlight,
-		Schedules: scheds, Dependencies: deps})
+		Schedules: scheds, Dependencies: deps, Flow: flowView})
 	verdict := "no anomaly"
 	if n := r.rep.Result.AnomalyCount(); n > 0 {
 		verdict = fmt.Sprintf("%d ANOMALIES", n)
@@ -148,6 +154,12 @@ type scheduleScenario interface {
 // the drain it reads them, for checkDependencies.
 type dependencyScenario interface {
 	collectDependencies(ctx context.Context, r *rig, st store.Store) (*DependencyView, error)
+}
+
+// flowScenario is a scenario that runs rate-limited, keyed work: after the
+// drain it reads that work for checkFlow.
+type flowScenario interface {
+	collectFlow(ctx context.Context, r *rig, st store.Store) (*FlowView, error)
 }
 
 // heal ends every fault: the scenario's own first (PostgreSQL started,

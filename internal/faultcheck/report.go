@@ -105,6 +105,10 @@ func WriteText(w io.Writer, reports []*Report) {
 			row("dependencies", "%d graphs, %d dependents checked (%d ended dependency_failed) · started early %d · left waiting %d",
 				res.DependencyGraphs, res.Dependents, res.DependentsFailed, res.Anomalies[AnomalyDependencyEarly], res.Anomalies[AnomalyDependencyWaiting])
 		}
+		if res.FlowTasks > 0 {
+			row("flow", "%d tasks, %d ended · %d starts, at most %d in one second · at most %d running per key · limits exceeded %d",
+				res.FlowTasks, res.FlowFinished, res.FlowStarts, res.FlowPeakPerSecond, res.FlowPeakPerKey, res.Anomalies[AnomalyFlowLimit])
+		}
 		for _, f := range res.Findings {
 			row("FINDING", "%s", f)
 		}

@@ -168,6 +168,7 @@ type nodeConfig struct {
 	db          string        // the database string it is given (a proxy's); default Options.DB
 	grace       time.Duration // --shutdown-grace; default 2s
 	clockOffset time.Duration // serve's hidden --clock-offset; default none
+	offline     int           // --offline-workers; default 1
 }
 
 // addNode prepares the run's next server (a, b, …) on a free loopback
@@ -194,7 +195,7 @@ func (r *rig) addNode(cfg nodeConfig) error {
 		"--db", cfg.db, "--listen", addr, "--mode", "demo",
 		"--lease-ttl", ttl.String(), "--heartbeat-interval", (ttl / 3).String(),
 		"--recovery-interval", (ttl / 6).String(), "--deadline-interval", (ttl / 6).String(),
-		"--online-workers", fmt.Sprint(nodeWorkers), "--offline-workers", "1",
+		"--online-workers", fmt.Sprint(nodeWorkers), "--offline-workers", fmt.Sprint(max(cfg.offline, 1)),
 		"--online-capacity", fmt.Sprint(poolCapacity), "--default-timeout", "2m", "--shutdown-grace", cfg.grace.String(),
 		"--faultcheck-probe", r.execDir(),
 	}

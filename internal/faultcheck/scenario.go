@@ -54,6 +54,7 @@ var scenarios = []func() Scenario{
 	newSchedules,
 	newRemote,
 	newDependencies,
+	newFlow,
 }
 
 // ScenarioAll selects every scenario.

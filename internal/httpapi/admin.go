@@ -74,6 +74,7 @@ func (s *server) adminRoutes() []route {
 		routes = append(routes, route{http.MethodGet, "/v1/admin/stats", s.admin(s.stats)})
 	}
 	routes = append(routes, s.scheduleRoutes()...)
+	routes = append(routes, s.flowRoutes()...)
 	return append(routes, s.workflowRoutes()...)
 }
 

@@ -12,6 +12,7 @@ type statsBody struct {
 	Pools      []poolStatsBody      `json:"pools"`
 	Tenants    []tenantBody         `json:"tenants"`
 	Schedulers []schedulerStatsBody `json:"schedulers"`
+	Flow       *flowStatsBody       `json:"flow"`
 }
 
 // poolStatsBody is one pool. Capacity, in_flight, queued and running are
@@ -51,9 +52,15 @@ func (s *server) stats(w http.ResponseWriter, r *http.Request, _ dockettype.Prin
 		writeError(w, r, s.adminStoreError(r.Context(), "stats", err))
 		return
 	}
+	flow, rules, err := s.flowStats(r.Context())
+	if err != nil {
+		writeError(w, r, s.adminStoreError(r.Context(), "list_flow_rules", err))
+		return
+	}
 	cfg := s.node.Config()
 	capacity := map[dockettype.Pool]int{dockettype.PoolOnline: cfg.Online.Capacity, dockettype.PoolOffline: cfg.Offline.Capacity}
-	out := statsBody{Pools: []poolStatsBody{}, Tenants: tenantsOf(st.Tenants, s.storageQuota), Schedulers: []schedulerStatsBody{}}
+	out := statsBody{Pools: []poolStatsBody{}, Tenants: withFlow(tenantsOf(st.Tenants, s.storageQuota), rules), Schedulers: []schedulerStatsBody{},
+		Flow: flow}
 	workers := map[dockettype.Pool]poolStatsBody{}
 	for _, ws := range s.node.WorkerStats() {
 		workers[ws.Pool] = poolStatsBody{Workers: ws.Workers, Busy: ws.Busy}

@@ -115,8 +115,8 @@ func TestAdminStats(t *testing.T) {
 		r.decode(t, &got)
 		var raw map[string]json.RawMessage
 		r.decode(t, &raw)
-		if len(raw) != 3 {
-			t.Fatalf("stats has members %v, want pools, tenants, schedulers", raw)
+		if len(raw) != 4 {
+			t.Fatalf("stats has members %v, want pools, tenants, schedulers, flow", raw)
 		}
 		if len(got.Pools) != 2 {
 			t.Fatalf("pools = %+v", got.Pools)

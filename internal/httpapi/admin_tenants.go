@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/queue"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/tenantlimits"
 )
@@ -21,6 +22,11 @@ type tenantBody struct {
 	StorageQuotaBytes   int64 `json:"storage_quota_bytes"`
 	StorageQuotaDefault bool  `json:"storage_quota_default"`
 	StorageBytes        int64 `json:"storage_bytes"`
+	// Paused and the rate limit on starts (null: none); see
+	// docs/flow-control.md.
+	Paused        bool `json:"paused"`
+	RatePerSecond *int `json:"rate_per_second"`
+	Burst         *int `json:"burst"`
 }
 
 type tenantsBody struct {
@@ -58,7 +64,12 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request, _ dockettyp
 		writeError(w, r, s.adminStoreError(r.Context(), "list_tenants", err))
 		return
 	}
-	writeJSON(w, r, http.StatusOK, tenantsBody{Tenants: tenantsOf(ts, s.storageQuota)})
+	_, rules, err := s.flowStats(r.Context())
+	if err != nil {
+		writeError(w, r, s.adminStoreError(r.Context(), "list_flow_rules", err))
+		return
+	}
+	writeJSON(w, r, http.StatusOK, tenantsBody{Tenants: withFlow(tenantsOf(ts, s.storageQuota), rules)})
 }
 
 // patchTenant serves PATCH /v1/admin/tenants/{id}: only the fields given
@@ -77,7 +88,11 @@ func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettyp
 		writeError(w, r, err)
 		return
 	}
-	raw, err := decodeObject(body, map[string]bool{"max_in_flight": true, "weight": true, "storage_quota_bytes": true}, "the request body")
+	fields := map[string]bool{"max_in_flight": true, "weight": true, "storage_quota_bytes": true}
+	if s.flow != nil {
+		fields["rate_per_second"], fields["burst"] = true, true
+	}
+	raw, err := decodeObject(body, fields, "the request body")
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -97,12 +112,37 @@ func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettyp
 			return
 		}
 	}
+	flow := &queue.FlowChange{Target: store.FlowTarget{Scope: store.ScopeTenant, Key: change.Tenant}}
+	if err := rateChange(raw, flow); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := change.Validate(); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	t, err := tenantlimits.Apply(r.Context(), s.adminStore, change)
 	if err != nil {
 		writeError(w, r, s.adminStoreError(r.Context(), "update_tenant", err))
 		return
 	}
-	writeJSON(w, r, http.StatusOK, tenantOf(t, s.storageQuota))
+	answer := tenantOf(t, s.storageQuota)
+	if s.flow != nil {
+		var rule *store.FlowRule
+		_, rateGiven := raw["rate_per_second"]
+		_, burstGiven := raw["burst"]
+		if rateGiven || burstGiven {
+			rule, err = s.flow.UpdateFlow(r.Context(), flow)
+		} else {
+			rule, err = s.flow.FlowRule(r.Context(), flow.Target)
+		}
+		if err != nil {
+			writeError(w, r, s.adminStoreError(r.Context(), "update_flow_rule", err))
+			return
+		}
+		answer = withFlow([]tenantBody{answer}, map[string]*store.FlowRule{t.ID: rule})[0]
+	}
+	writeJSON(w, r, http.StatusOK, answer)
 }
 
 // decodeStorageQuota reads storage_quota_bytes: a byte count (0:

@@ -346,6 +346,45 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	do(get("/v1/admin/bulk/"+jobBody.ID, admin), valid).wantStatus(t, http.StatusOK)
 	do(post("/v1/admin/bulk/"+jobBody.ID+"/cancel", admin, ""), valid).wantStatus(t, http.StatusOK)
 	do(post("/v1/admin/bulk", s.Key, `{"action":"delete"}`), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+	// Flow control: pause and resume (exactly one target), a workflow's
+	// rate limit and concurrency per key, a tenant's rate limit; a bad
+	// concurrency key is refused.
+	pausedAnswer := do(post("/v1/admin/pause", admin, `{"tenant":"nobody"}`), valid)
+	pausedAnswer.wantStatus(t, http.StatusOK)
+	if strings.TrimSpace(string(pausedAnswer.body)) != `{"paused":[{"tenant":"nobody"}]}` {
+		t.Errorf("pause = %s", pausedAnswer.body)
+	}
+	do(post("/v1/admin/pause", admin, `{"tenant":"nobody","pool":"online"}`), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(post("/v1/admin/pause", admin, `{"workflow":"no.such"}`), valid).wantError(t, http.StatusBadRequest, dockettype.CodeUnknownWorkflow)
+	if r := do(post("/v1/admin/resume", admin, `{"tenant":"nobody"}`), valid); strings.TrimSpace(string(r.body)) != `{"paused":[]}` {
+		t.Errorf("resume = %s", r.body)
+	}
+	limited := do(request{method: http.MethodPatch, path: "/v1/admin/workflows/demo.sleep", key: admin,
+		body: `{"rate_per_second":500,"burst":50,"concurrency_per_key":2}`}, valid)
+	limited.wantStatus(t, http.StatusOK)
+	if strings.TrimSpace(string(limited.body)) != `{"name":"demo.sleep","paused":false,"rate_per_second":500,"burst":50,"concurrency_per_key":2}` {
+		t.Errorf("workflow limits = %s", limited.body)
+	}
+	cleared := do(request{method: http.MethodPatch, path: "/v1/admin/workflows/demo.sleep", key: admin,
+		body: `{"rate_per_second":null,"concurrency_per_key":null}`}, valid)
+	if strings.TrimSpace(string(cleared.body)) != `{"name":"demo.sleep","paused":false,"rate_per_second":null,"burst":null,"concurrency_per_key":1}` {
+		t.Errorf("cleared workflow limits = %s", cleared.body)
+	}
+	do(request{method: http.MethodPatch, path: "/v1/admin/workflows/demo.sleep", key: admin, body: `{"rate_per_second":0}`}, invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(request{method: http.MethodPatch, path: "/v1/admin/workflows/no.such", key: admin, body: `{"burst":1}`}, valid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeUnknownWorkflow)
+	tenantRate := do(request{method: http.MethodPatch, path: "/v1/admin/tenants/ratey", key: admin, body: `{"rate_per_second":10,"burst":0}`}, valid)
+	if !strings.Contains(string(tenantRate.body), `"rate_per_second":10,"burst":0`) {
+		t.Errorf("tenant rate limit = %s", tenantRate.body)
+	}
+	do(submitReq(s.Key, "bad-key", `{"workflow":"demo.echo","concurrency_key":"has space"}`), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	keyed := do(submitReq(s.Key, "keyed", `{"workflow":"demo.echo","concurrency_key":"customer-1"}`), valid)
+	keyed.wantStatus(t, http.StatusCreated)
+	if !strings.Contains(string(keyed.body), `"concurrency_key":"customer-1"`) {
+		t.Errorf("keyed task = %s", keyed.body)
+	}
 
 	// 503: the store is down for the API's task calls.
 	httpapitest.FailTasks(fs, true)

@@ -19,8 +19,9 @@ func routeSet(t *testing.T) []string {
 	type anyWorkflows struct{ WorkflowAdmin }
 	type anySchedules struct{ ScheduleAdmin }
 	type anyFailures struct{ FailureAdmin }
+	type anyFlow struct{ FlowAdmin }
 	s := newServer(nil, nil, Options{Admin: anyAdmin{}, Node: anyNode{}, Remote: anyRemote{}, Workflows: anyWorkflows{},
-		Schedules: anySchedules{}, Failures: anyFailures{}})
+		Schedules: anySchedules{}, Failures: anyFailures{}, Flow: anyFlow{}})
 	var out []string
 	for _, rt := range s.routes() {
 		out = append(out, rt.method+" "+rt.path)

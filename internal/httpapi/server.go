@@ -145,6 +145,9 @@ type Options struct {
 	// Workflows, when set with Admin, serves the admin API's workflow
 	// routes (remote workflows).
 	Workflows WorkflowAdmin
+	// Flow, when set with Admin, serves pause and resume, the tenants'
+	// and workflows' rate limits and the concurrency per key.
+	Flow FlowAdmin
 	// Schedules, when set with Admin, serves the admin API's schedule
 	// routes (periodic schedules).
 	Schedules ScheduleAdmin
@@ -175,6 +178,7 @@ type server struct {
 	workflows    WorkflowAdmin
 	schedules    ScheduleAdmin
 	failures     FailureAdmin
+	flow         FlowAdmin
 	log          *slog.Logger
 	metrics      *metrics.Metrics
 	clock        clockwork.Clock
@@ -247,6 +251,7 @@ func newServer(exec Executor, authn Authenticator, opts Options) *server {
 		workflows:    opts.Workflows,
 		schedules:    opts.Schedules,
 		failures:     opts.Failures,
+		flow:         opts.Flow,
 		log:          opts.Logger.With("component", "http"),
 		metrics:      opts.Metrics,
 		spans:        newSpans(opts.TracerProvider),

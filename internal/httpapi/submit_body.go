@@ -23,6 +23,7 @@ var submitFields = map[string]bool{
 	"workflow": true, "input": true, "pool": true,
 	"timeout_ms": true, "priority": true, "max_attempts": true, "run_at": true,
 	"depends_on": true, "on_dependency_failure": true,
+	"concurrency_key": true,
 }
 
 // readBody reads the whole request body, bounded by the server's limit.
@@ -160,6 +161,7 @@ func submissionOf(raw map[string]json.RawMessage, maxTimeout time.Duration) (*qu
 		{"run_at", &runAt, "an RFC 3339 time"},
 		{"depends_on", &req.DependsOn, "an array of task IDs (in a batch, also idempotency keys of earlier items)"},
 		{"on_dependency_failure", &req.OnDependencyFailure, `"fail" or "run"`},
+		{"concurrency_key", &req.ConcurrencyKey, "a string"},
 	}
 	for _, f := range fields {
 		v, ok := raw[f.name]
@@ -184,6 +186,9 @@ func submissionOf(raw map[string]json.RawMessage, maxTimeout time.Duration) (*qu
 			return nil, invalidRequest(`run_at must be an RFC 3339 time, e.g. "2026-12-01T09:00:00Z"`)
 		}
 		req.RunAt = t
+	}
+	if _, ok := raw["concurrency_key"]; ok && !dockettype.ValidConcurrencyKey(req.ConcurrencyKey) {
+		return nil, invalidRequest("concurrency_key must be 1 to 255 visible ASCII characters")
 	}
 	req.Pool = dockettype.Pool(pool)
 	return req, nil

@@ -23,6 +23,7 @@ type Metrics struct {
 	WorkerPanics        *prometheus.CounterVec   // workflow
 	WorkerErrors        *prometheus.CounterVec   // workflow, code
 	Claims              *prometheus.CounterVec   // pool
+	ThrottledClaims     *prometheus.CounterVec   // pool: claims a rate limit or a pause held tasks back from
 	StartLatency        *prometheus.HistogramVec // pool: admission → first start
 	SchedulerTicks      *prometheus.CounterVec   // scheduler
 	SchedulerErrors     *prometheus.CounterVec   // scheduler
@@ -82,6 +83,7 @@ func New() *Metrics {
 		WorkerPanics:        counter("worker_panics_total", "Recovered workflow panics, by workflow.", "workflow"),
 		WorkerErrors:        counter("worker_errors_total", "Unexpected (unclassified) workflow errors, by workflow and code.", "workflow", "code"),
 		Claims:              counter("claims_total", "Tasks claimed by this node, by pool.", "pool"),
+		ThrottledClaims:     counter("throttled_claims_total", "Claims of this node that a rate limit or a pause held ready tasks back from, by pool.", "pool"),
 		StartLatency:        histogram("task_start_latency_seconds", "Time from admission to first start, by pool.", prometheus.ExponentialBuckets(0.001, 2, 18), "pool"),
 		SchedulerTicks:      counter("scheduler_ticks_total", "Completed scheduler ticks, by scheduler.", "scheduler"),
 		SchedulerErrors:     counter("scheduler_errors_total", "Scheduler ticks that failed, by scheduler.", "scheduler"),

@@ -113,6 +113,7 @@ func assemble(ctx context.Context, cfg Config, opts Options, st store.Store) (*N
 	api.Schedules = n.svc
 	api.TracerProvider = opts.TracerProvider
 	api.Failures = n.svc
+	api.Schedules, api.Flow = n.svc, n.svc
 	handler := httpapi.New(n.svc, auth.NewAuthenticator(st).WithCache(KeyCacheTTL, clock), api)
 	n.http = httpapi.NewServer(handler, slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn))
 	return n, nil

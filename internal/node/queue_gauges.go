@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
@@ -45,6 +46,16 @@ func (n *Node) observeQueue() {
 				out.StoredBytes += t.StoredBytes
 			}
 			return out, nil
+		},
+	})
+	n.metrics.ObserveFlow(metrics.FlowGauges{
+		Now: n.clock.Now,
+		Read: func(ctx context.Context, now time.Time) (map[string]int, error) {
+			counts, err := n.store.FlowWaiting(ctx, now)
+			if err != nil {
+				log.WarnContext(ctx, "flow gauges not read", "code", dockettype.CodeStoreUnavailable, "op", "flow_waiting")
+			}
+			return counts, err
 		},
 	})
 	n.metrics.ObserveSchedulerLag(n.clock.Now)

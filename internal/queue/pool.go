@@ -164,7 +164,7 @@ func (p *pool) run(ctx context.Context) {
 		}
 		limit := min(n, p.cfg.ClaimBatch)
 		claimedAt := p.clock.Now()
-		claimed, err := p.claim(ctx, claimedAt, limit)
+		claimed, retryAt, err := p.claim(ctx, claimedAt, limit)
 		if err != nil {
 			// A claim cut short by Stop is no store error; any other is,
 			// even one that comes back while stopping.
@@ -181,13 +181,22 @@ func (p *pool) run(ctx context.Context) {
 		if len(claimed) == limit {
 			continue // there may be more ready work
 		}
+		if !retryAt.IsZero() {
+			// A rate limit held tasks back: try again when it has
+			// starts to give, not after the whole poll interval.
+			p.waitFor(ctx, retryAt.Sub(p.clock.Now()))
+			continue
+		}
 		p.wait(ctx)
 	}
 }
 
 // wait idles until a wake-up, the poll interval, or the end.
-func (p *pool) wait(ctx context.Context) {
-	timer := p.clock.NewTimer(p.cfg.PollInterval)
+func (p *pool) wait(ctx context.Context) { p.waitFor(ctx, p.cfg.PollInterval) }
+
+// waitFor idles until a wake-up, d (at most the poll interval), or the end.
+func (p *pool) waitFor(ctx context.Context, d time.Duration) {
+	timer := p.clock.NewTimer(min(max(d, time.Millisecond), p.cfg.PollInterval))
 	defer timer.Stop()
 	p.idle.signal(p.name)
 	select {
@@ -197,26 +206,33 @@ func (p *pool) wait(ctx context.Context) {
 	}
 }
 
-func (p *pool) claim(ctx context.Context, now time.Time, limit int) ([]*store.ClaimedTask, error) {
+// claim claims up to limit tasks at now; retryAt, when set, is when a
+// rate limit that held tasks back has starts again.
+func (p *pool) claim(ctx context.Context, now time.Time, limit int) (_ []*store.ClaimedTask, retryAt time.Time, _ error) {
 	// Not cut short by Stop: a claim whose commit already reached the
 	// database commits anyway, and its tasks must then run here (or be
 	// handed back by the shutdown) rather than wait for their leases to
 	// lapse. Stop waits for it, QueryTimeout at most.
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.QueryTimeout)
 	defer cancel()
+	var outcome store.ClaimOutcome
 	claimed, err := p.store.Claim(qctx, &store.ClaimParams{
 		Now: now, Queue: store.PoolQueue(p.name), Owner: p.cfg.NodeID, Limit: limit, LeaseTTL: p.cfg.LeaseTTL,
+		Outcome: &outcome,
 	})
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	p.metrics.Claims.WithLabelValues(string(p.name)).Add(float64(len(claimed)))
+	if outcome.Throttled > 0 {
+		p.metrics.ThrottledClaims.WithLabelValues(string(p.name)).Inc()
+	}
 	for _, c := range claimed {
 		if c.Task.Attempt == 1 {
 			p.metrics.StartLatency.WithLabelValues(string(p.name)).Observe(now.Sub(c.Task.CreatedAt).Seconds())
 		}
 	}
-	return claimed, nil
+	return claimed, outcome.RetryAt, nil
 }
 
 // startTask runs a task claimed at claimedAt on a goroutine of its own.

@@ -26,7 +26,7 @@ func (s *Service) query(ctx context.Context) (context.Context, context.CancelFun
 func (s *Service) Get(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error) {
 	qctx, cancel := s.query(ctx)
 	defer cancel()
-	t, err := s.store.GetTask(qctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id})
+	t, err := s.store.GetTask(qctx, &store.GetTaskParams{Tenant: p.Tenant, TaskID: id, Now: s.clock.Now()})
 	if err != nil {
 		return nil, s.storeFailure(ctx, "get_task", err)
 	}
@@ -99,6 +99,7 @@ func (s *Service) List(ctx context.Context, p dockettype.Principal, req *ListReq
 	defer cancel()
 	tasks, err := s.store.ListTasks(qctx, &store.ListTasksParams{
 		Tenant: p.Tenant, State: req.State, Pool: req.Pool, Workflow: req.Workflow, Limit: limit + 1, After: req.After,
+		Now: s.clock.Now(),
 	})
 	if err != nil {
 		return nil, s.storeFailure(ctx, "list_tasks", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/leasetoken"
@@ -48,7 +49,7 @@ func (s *Service) ClaimRemote(ctx context.Context, req *RemoteClaimRequest) (*Re
 			// that found nothing and the wait is not missed.
 			wake, cancel = s.wakeups.subscribe(queues)
 		}
-		claimed, err := s.claimQueues(ctx, st, key, &req.Worker, queues, limit)
+		claimed, retryAt, err := s.claimQueues(ctx, st, key, &req.Worker, queues, limit)
 		res.Tasks = append(res.Tasks, claimed...)
 		if ctx.Err() != nil && len(res.Tasks) > 0 {
 			// The worker went away: it will never see these leases.
@@ -62,7 +63,13 @@ func (s *Service) ClaimRemote(ctx context.Context, req *RemoteClaimRequest) (*Re
 		if len(res.Tasks) > 0 || err != nil || left <= 0 {
 			return res, nil
 		}
-		timer := s.clock.NewTimer(min(left, s.cfg.PollInterval))
+		wait := min(left, s.cfg.PollInterval)
+		if !retryAt.IsZero() {
+			// A rate limit held tasks back: claim again when it has
+			// starts to give.
+			wait = min(wait, max(retryAt.Sub(s.clock.Now()), time.Millisecond))
+		}
+		timer := s.clock.NewTimer(wait)
 		select {
 		case <-wake:
 		case <-timer.Chan():
@@ -139,10 +146,11 @@ func (s *Service) remoteQueues(ctx context.Context, req *RemoteClaimRequest) ([]
 }
 
 // claimQueues claims up to limit tasks from queues, starting at a random
-// one so that no workflow of a worker always goes first.
+// one so that no workflow of a worker always goes first. retryAt, when
+// set, is the earliest time a rate limit that held tasks back has starts
+// again.
 func (s *Service) claimQueues(ctx context.Context, st remoteStore, key []byte, w *RemoteWorker,
-	queues []store.Queue, limit int) ([]RemoteTask, error) {
-	var out []RemoteTask
+	queues []store.Queue, limit int) (out []RemoteTask, retryAt time.Time, _ error) {
 	first := rand.IntN(len(queues))
 	for i := range queues {
 		if len(out) >= limit {
@@ -154,14 +162,21 @@ func (s *Service) claimQueues(ctx context.Context, st remoteStore, key []byte, w
 		// what the worker will never see.
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.QueryTimeout)
 		now := s.clock.Now()
+		var outcome store.ClaimOutcome
 		claimed, err := st.Claim(qctx, &store.ClaimParams{Now: now, Queue: q, Tenant: w.claimTenant(), Owner: w.ID,
-			Limit: limit - len(out), LeaseTTL: s.cfg.LeaseTTL})
+			Limit: limit - len(out), LeaseTTL: s.cfg.LeaseTTL, Outcome: &outcome})
 		cancel()
 		if err != nil {
-			return out, s.storeFailure(ctx, "claim", err)
+			return out, retryAt, s.storeFailure(ctx, "claim", err)
+		}
+		if !outcome.RetryAt.IsZero() && (retryAt.IsZero() || outcome.RetryAt.Before(retryAt)) {
+			retryAt = outcome.RetryAt
 		}
 		pool := string(q.Pool())
 		s.metrics.Claims.WithLabelValues(pool).Add(float64(len(claimed)))
+		if outcome.Throttled > 0 {
+			s.metrics.ThrottledClaims.WithLabelValues(pool).Inc()
+		}
 		for _, c := range claimed {
 			if c.Task.Attempt == 1 {
 				s.metrics.StartLatency.WithLabelValues(pool).Observe(now.Sub(c.Task.CreatedAt).Seconds())
@@ -176,5 +191,5 @@ func (s *Service) claimQueues(ctx context.Context, st remoteStore, key []byte, w
 			})
 		}
 	}
-	return out, nil
+	return out, retryAt, nil
 }

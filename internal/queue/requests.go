@@ -29,6 +29,10 @@ type SubmitRequest struct {
 	// dependency_failed) or "run" (run anyway) when a dependency fails,
 	// times out or is cancelled.
 	OnDependencyFailure string
+	// ConcurrencyKey, when set (1–255 visible ASCII), bounds how many of
+	// the tenant's tasks of the workflow with this key run at once (the
+	// workflow's concurrency_per_key, default 1).
+	ConcurrencyKey string
 }
 
 // SubmitResult is an admitted (or replayed) task.

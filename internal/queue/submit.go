@@ -129,6 +129,14 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 	if err := validDependencies(req); err != nil {
 		return nil, invalid(err.Error())
 	}
+	if req.ConcurrencyKey != "" && !dockettype.ValidConcurrencyKey(req.ConcurrencyKey) {
+		return nil, invalid("concurrency_key must be 1 to 255 visible ASCII characters")
+	}
+	if req.ConcurrencyKey != "" && len(req.DependsOn) > 0 {
+		// Not yet: a dependent made ready by its last dependency would
+		// start without taking a slot of its key.
+		return nil, invalid("concurrency_key and depends_on cannot be combined on one task yet")
+	}
 	input := []byte("null")
 	if len(req.Input) > 0 {
 		var buf bytes.Buffer
@@ -202,6 +210,7 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		ConfigVersion:  res.ConfigVersion,
 		Input:          input,
 		Queue:          queue,
+		ConcurrencyKey: req.ConcurrencyKey,
 		PoolCapacity:   s.cfg.pool(pool).Capacity,
 		StorageQuota:   s.cfg.StorageQuota,
 		DependsOn:      req.DependsOn, // a batch resolves its keys (resolveBatchDependencies)
@@ -237,6 +246,9 @@ func requestHash(req *SubmitRequest, compactInput []byte) string {
 		for _, d := range req.DependsOn {
 			field([]byte(d))
 		}
+	}
+	if req.ConcurrencyKey != "" {
+		field([]byte("concurrency_key=" + req.ConcurrencyKey))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -26,6 +26,7 @@ type Store interface {
 	Workers
 	Schedules
 	Failures
+	FlowControl
 
 	// Ping reports whether the database is reachable and usable: an error
 	// wrapping ErrCorrupt once any call found the database damaged, one
@@ -251,6 +252,10 @@ type AdmitItem struct {
 	// Queue is where the task waits to be claimed; empty: Pool's own queue
 	// (a workflow compiled into the server). Its pool must be Pool.
 	Queue Queue
+	// ConcurrencyKey, when set, bounds how many tasks of the same
+	// tenant, workflow and key run at once (the workflow's concurrency
+	// per key): a task over it waits queued until one of them ends.
+	ConcurrencyKey string
 
 	PoolCapacity int // most non-terminal tasks in Pool; <= 0 means unlimited
 
@@ -338,6 +343,8 @@ type ClaimParams struct {
 	Owner    string // node/worker identity recorded on the lease
 	Limit    int
 	LeaseTTL time.Duration
+	// Outcome, when set, receives what held tasks back.
+	Outcome *ClaimOutcome
 }
 
 // ClaimedTask is a task handed to a worker, with its input.
@@ -482,6 +489,9 @@ type CancelResult struct {
 type GetTaskParams struct {
 	Tenant string
 	TaskID string
+	// Now, when set, is the time a queued task's WaitingOn is judged at
+	// (a rate limit holds it when it throttled a claim lately).
+	Now time.Time
 }
 
 // ListTasksParams filters and pages a tenant's tasks.
@@ -491,7 +501,8 @@ type ListTasksParams struct {
 	Pool     dockettype.Pool  // optional
 	Workflow string           // optional: the exact workflow name
 	Limit    int
-	After    string // keyset cursor: the last task ID of the previous page
+	After    string    // keyset cursor: the last task ID of the previous page
+	Now      time.Time // as GetTaskParams.Now
 }
 
 // DeleteFinishedParams bounds one retention batch.

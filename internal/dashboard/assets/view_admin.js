@@ -26,6 +26,9 @@ export const admin = {
 function wire() {
   $("admin-refresh").addEventListener("click", refreshAll);
   $("tenant-form").addEventListener("submit", setTenantLimits);
+  $("flow-form").addEventListener("submit", (ev) => ev.preventDefault());
+  $("flow-pause").addEventListener("click", () => setPaused(true));
+  $("flow-resume").addEventListener("click", () => setPaused(false));
   $("key-form").addEventListener("submit", createKey);
   $("key-role").addEventListener("change", roleChanged);
   roleChanged();
@@ -76,9 +79,47 @@ function tenantRow(t) {
       say(answer, e.describe(), "bad");
     }
   });
-  return el("tr", { data: { tenant: t.id } },
-    el("td", { text: t.id }), el("td", { class: "num", text: fmtNumber(t.in_flight) }),
-    el("td", {}, max), el("td", {}, weight), el("td", {}, save, " ", answer));
+  // Pause or resume the tenant: nothing of it starts while paused.
+  const toggle = el("button", { type: "button", className: "small", text: t.paused ? "Resume" : "Pause" });
+  toggle.addEventListener("click", async () => {
+    toggle.disabled = true;
+    try {
+      await api("POST", t.paused ? "/v1/admin/resume" : "/v1/admin/pause", { tenant: t.id });
+      loadTenants();
+    } catch (e) {
+      toggle.disabled = false;
+      say(answer, e.describe(), "bad");
+    }
+  });
+  const name = el("td", { text: t.id });
+  if (t.paused) name.append(" ", el("span", { class: "badge paused", text: "paused" }));
+  if (t.rate_per_second) name.append(" ", el("span", { class: "muted", text: t.rate_per_second + "/s" }));
+  return el("tr", { data: { tenant: t.id }, class: t.paused ? "paused" : "" },
+    name, el("td", { class: "num", text: fmtNumber(t.in_flight) }),
+    el("td", {}, max), el("td", {}, weight), el("td", {}, save, " ", toggle, " ", answer));
+}
+
+// setPaused pauses or resumes the pool, tenant or workflow of the flow form
+// and shows everything paused.
+async function setPaused(paused) {
+  const answer = $("flow-answer");
+  const name = $("flow-name").value.trim();
+  if (!name) {
+    say(answer, "Name a pool, tenant or workflow.", "bad");
+    return;
+  }
+  try {
+    const r = await api("POST", paused ? "/v1/admin/pause" : "/v1/admin/resume", { [$("flow-scope").value]: name });
+    say(answer, pausedText(r.data.paused), "good");
+    loadTenants();
+  } catch (e) {
+    say(answer, e.describe(), "bad");
+  }
+}
+
+function pausedText(list) {
+  if (list.length === 0) return "Nothing is paused.";
+  return "Paused: " + list.map((p) => Object.entries(p).map(([k, v]) => k + " " + v).join("")).join(", ") + ".";
 }
 
 async function setTenantLimits(ev) {

@@ -115,6 +115,8 @@ function renderTask(t) {
     ["started", fmtTime(t.started_at)], ["finished", fmtTime(t.finished_at)], ["duration", taskDuration(t, Date.now())],
     ["deadline", fmtTime(t.deadline_at)], ["trace ID", t.trace_id], ["rule set", t.config_version || "—"],
   ];
+  if (t.concurrency_key) fields.push(["concurrency key", t.concurrency_key]);
+  if (t.state === "queued") fields.push(["waiting on", t.waiting_on ? t.waiting_on.replace("_", " ") : "a worker"]);
   $("task-fields").replaceChildren(...fields.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: fmtValue(v) })]));
   renderDeps(t.depends_on || []);
   const out = $("task-outcome");

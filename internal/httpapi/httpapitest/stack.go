@@ -179,6 +179,9 @@ func Start(ctx context.Context, dir string, logger *slog.Logger, opts Options) (
 	if api.Failures == nil {
 		api.Failures = s.Service
 	}
+	if api.Flow == nil {
+		api.Flow = s.Service
+	}
 	if api.DefaultTenantLimit == 0 {
 		api.DefaultTenantLimit = defaults.Unlimited
 	}

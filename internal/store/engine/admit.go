@@ -44,6 +44,8 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) ([]store.AdmitR
 			return nil, invalid("admit", "unknown pool")
 		case it.MaxAttempts < 1:
 			return nil, invalid("admit", "max attempts below 1")
+		case it.ConcurrencyKey != "" && !dockettype.ValidConcurrencyKey(it.ConcurrencyKey):
+			return nil, invalid("admit", "concurrency key is not 1 to 255 visible ASCII characters")
 		}
 	}
 	if len(p.Items) == 0 {
@@ -154,6 +156,10 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 	}
 
 	c := newChanges()
+	held, err := admitKeys(tx, items, admitted)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(admitted) > 0 {
 		newTasks := make([]*store.AdmitItem, len(admitted))
 		inFlight := map[counterKey]counterChange{}
@@ -166,11 +172,11 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 			tenant.bytes += it.InputBytes()
 			inFlight[counterKey{ScopePool, string(it.Pool)}], inFlight[counterKey{ScopeTenant, it.Tenant}] = pool, tenant
 			c.event(it.TaskID, "", dockettype.StateQueued, 0, "")
-			if !delayed(it, p) && !plan.waiting(it.TaskID) {
+			if !delayed(it, p) && !plan.waiting(it.TaskID) && !held[it.TaskID] {
 				c.ready(it.QueueOf(), it.Tenant, 1)
 			}
 		}
-		if err := tx.InsertTasks(newTasks, p.Now); err != nil {
+		if err := tx.InsertTasks(newTasks, held, p.Now); err != nil {
 			return nil, nil, err
 		}
 		if err := plan.write(tx, c, p.Now); err != nil {
@@ -209,6 +215,12 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 		case id == "":
 		case out[i].Outcome == store.Admitted:
 			out[i].Task = newTask(items[i], p.Now)
+			switch {
+			case held[items[i].TaskID]:
+				out[i].Task.WaitingOn = Waiting(store.WaitingOnConcurrencyKey)
+			case delayed(items[i], p):
+				out[i].Task.WaitingOn = Waiting(store.WaitingOnRunAt)
+			}
 			plan.answer(out[i].Task, i, p.Now)
 		default:
 			ids = append(ids, id)
@@ -390,6 +402,7 @@ func newTask(it *store.AdmitItem, now time.Time) *dockettype.Task {
 		ID: it.TaskID, Tenant: it.Tenant, Author: it.Author, Workflow: it.Workflow, Pool: it.Pool,
 		State: dockettype.StateQueued, MaxAttempts: it.MaxAttempts, Priority: it.Priority,
 		CreatedAt: ts(now), DeadlineAt: ts(it.DeadlineAt), TraceID: it.TraceID, ConfigVersion: it.ConfigVersion,
+		ConcurrencyKey: it.ConcurrencyKey,
 	}
 	if !it.RunAt.IsZero() {
 		r := ts(it.RunAt)

@@ -79,7 +79,7 @@ func (t *gateTx) InsertBindings(rows []Binding, _ time.Time) (map[TenantKey]bool
 	return out, nil
 }
 
-func (t *gateTx) InsertTasks(items []*store.AdmitItem, _ time.Time) error {
+func (t *gateTx) InsertTasks(items []*store.AdmitItem, _ map[string]bool, _ time.Time) error {
 	t.step("InsertTasks")
 	for _, it := range items {
 		t.tasks = append(t.tasks, it.TaskID)

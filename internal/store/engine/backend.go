@@ -43,6 +43,7 @@ type Tx interface {
 	claimSteps
 	transitionSteps
 	dependencySteps
+	flowSteps
 
 	// AddInFlight adds to the in-flight counters and to the tenants'
 	// stored bytes (the same rows). Admission adds to the gate slots it
@@ -78,8 +79,10 @@ type admitSteps interface {
 	InsertBindings(rows []Binding, now time.Time) (map[TenantKey]bool, error)
 	// InsertTasks inserts the admitted tasks: the immutable record with
 	// its input, and the live row (queued; delayed when RunAt is after
-	// now).
-	InsertTasks(items []*store.AdmitItem, now time.Time) error
+	// now; waiting on its concurrency key, run_after HeldUntil, when held
+	// names it; holding a slot of its key when it has one and is not
+	// held).
+	InsertTasks(items []*store.AdmitItem, held map[string]bool, now time.Time) error
 	// ReadTasks returns the tasks among ids, any tenant.
 	ReadTasks(ids []string) (map[string]*dockettype.Task, error)
 }
@@ -96,11 +99,13 @@ type GateReader interface {
 
 type claimSteps interface {
 	// PromoteDue makes up to limit delayed tasks of queue whose run_after
-	// has passed ready, and returns the tenant of each.
-	PromoteDue(queue store.Queue, now time.Time, limit int) ([]string, error)
+	// has passed ready, and returns the tenant of each, and the flow
+	// rules that pause or rate-limit anything (in the same round trip).
+	PromoteDue(queue store.Queue, now time.Time, limit int) ([]string, []store.FlowRule, error)
 	// ReadyTenants returns up to limit tenants with ready work in queue,
-	// lowest virtual time first; only tenant when it is set.
-	ReadyTenants(queue store.Queue, tenant string, limit int) ([]fairshare.Tenant, error)
+	// lowest virtual time first; only tenant when it is set; none of
+	// except.
+	ReadyTenants(queue store.Queue, tenant string, limit int, except []string) ([]fairshare.Tenant, error)
 	// Take claims, per grant, up to Count ready tasks of the tenant in
 	// dispatch order (priority, then age), skipping rows other
 	// transactions hold: each goes to running (attempt+1, epoch+1, the
@@ -334,4 +339,8 @@ type Moved struct {
 	Ready  bool  // End: it was ready (queued, not delayed); Requeue, Release: it is ready now
 	// HasDependents (End): some task depends on this one.
 	HasDependents bool
+	// End: the task's workflow and concurrency key, and whether it held
+	// a slot of the key (then the end frees it).
+	Workflow, Key string
+	KeySlot       bool
 }

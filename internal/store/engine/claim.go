@@ -42,9 +42,12 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Claim
 
 func claim(tx Tx, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 	c := newChanges()
-	due, err := tx.PromoteDue(p.Queue, p.Now, promoteBatch)
+	due, rules, err := tx.PromoteDue(p.Queue, p.Now, promoteBatch)
 	if err != nil {
 		return nil, err
+	}
+	if p.Outcome != nil {
+		*p.Outcome = store.ClaimOutcome{}
 	}
 	for _, tenant := range due {
 		c.ready(p.Queue, tenant, 1)
@@ -53,7 +56,10 @@ func claim(tx Tx, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 	if err := c.flushQueued(tx); err != nil {
 		return nil, err
 	}
-	tenants, err := tx.ReadyTenants(p.Queue, p.Tenant, p.Limit)
+	if fr := newFlowRules(rules); fr != nil {
+		return claimFlow(tx, p, fr, c)
+	}
+	tenants, err := tx.ReadyTenants(p.Queue, p.Tenant, p.Limit, nil)
 	if err != nil || len(tenants) == 0 {
 		return nil, err
 	}

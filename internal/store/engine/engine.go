@@ -74,6 +74,8 @@ type changes struct {
 	// tenants' stored bytes.
 	released map[counterKey]counterChange
 	queued   map[queueKey]int
+	// keys are the concurrency-key slots freed (negative counts).
+	keys map[KeyRef]int
 	// readyQueues are the queues this transaction made work ready in.
 	readyQueues []store.Queue
 }
@@ -127,6 +129,7 @@ func (c *changes) ready(queue store.Queue, tenant string, n int) {
 func (c *changes) ended(m Moved, to dockettype.State, code dockettype.Code) {
 	c.event(m.TaskID, m.From, to, m.Epoch, code)
 	c.release(m.Queue.Pool(), m.Tenant)
+	c.keyReleased(m)
 	if m.Ready {
 		c.ready(m.Queue, m.Tenant, -1)
 	}
@@ -160,9 +163,12 @@ func (c *changes) flushQueued(tx Tx) error {
 	return tx.AddQueued(deltas)
 }
 
-// flush writes everything accumulated, in the lock order: ready counts,
-// then release slots, then events (which lock nothing).
+// flush writes everything accumulated, in the lock order: concurrency
+// keys, ready counts, then release slots, then events (which lock nothing).
 func (c *changes) flush(tx Tx, now time.Time) error {
+	if err := c.flushKeys(tx, now); err != nil {
+		return err
+	}
 	if err := c.flushQueued(tx); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func (s *Store) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettyp
 		if t.DependsOn, err = dependsOn(q, t.ID); err != nil {
 			return nil, err
 		}
-		return t, nil
+		return t, annotate(q, []*dockettype.Task{t}, p.Now)
 	})
 }
 
@@ -34,7 +34,11 @@ func (s *Store) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettyp
 func (s *Store) ListTasks(ctx context.Context, p *store.ListTasksParams) ([]*dockettype.Task, error) {
 	sql, args := listTasksQuery(p)
 	return read(ctx, s.b, "list_tasks", func(q Querier) ([]*dockettype.Task, error) {
-		return all(q, scanTask, sql, args...)
+		tasks, err := all(q, scanTask, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		return tasks, annotate(q, tasks, p.Now)
 	})
 }
 

@@ -256,7 +256,7 @@ func (t *txn) InsertBindings(rows []engine.Binding, now time.Time) (map[engine.T
 }
 
 // InsertTasks writes the immutable task rows and their live rows.
-func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
+func (t *txn) InsertTasks(items []*store.AdmitItem, held map[string]bool, now time.Time) error {
 	n := len(items)
 	var (
 		ids, tenants, keys, authors, workflows = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -265,6 +265,8 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 		deadlines                              = make([]time.Time, n)
 		runAts, runAfters                      = make([]*time.Time, n), make([]*time.Time, n)
 		inputs                                 = make([][]byte, n)
+		ckeys                                  = make([]*string, n)
+		slots                                  = make([]bool, n)
 	)
 	now = ts(now)
 	for i, it := range items {
@@ -279,24 +281,36 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 				runAfters[i] = &r
 			}
 		}
+		if it.ConcurrencyKey != "" {
+			k := it.ConcurrencyKey
+			ckeys[i] = &k
+			slots[i] = !held[it.TaskID]
+			if held[it.TaskID] {
+				h := engine.HeldUntil
+				runAfters[i] = &h
+			}
+		}
 		inputs[i] = it.Input
 		if inputs[i] == nil {
 			inputs[i] = []byte("null")
 		}
 	}
 	t.later(`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts,
-			deadline_at, run_at, created_at, trace_id, config_version, input)
+			deadline_at, run_at, created_at, trace_id, config_version, input, concurrency_key)
 		SELECT u.id, u.tenant, u.key, u.author, u.workflow, u.pool, u.priority, u.max_attempts,
-			u.deadline_at, u.run_at, $14, u.trace_id, u.config_version, u.input
+			u.deadline_at, u.run_at, $14, u.trace_id, u.config_version, u.input, u.ckey
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::int[],
-			$9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[], $13::bytea[])
-			AS u (id, tenant, key, author, workflow, pool, priority, max_attempts, deadline_at, run_at, trace_id, config_version, input)`,
-		ids, tenants, keys, authors, workflows, pools, prios, maxAttempts, deadlines, runAts, traces, versions, inputs, now)
-	t.later(`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, run_after, deadline_at, created_at)
-		SELECT u.id, u.tenant, u.queue, u.priority, 'queued', u.max_attempts, u.run_after, u.deadline_at, $8
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[])
-			AS u (id, tenant, queue, priority, max_attempts, run_after, deadline_at)`,
-		ids, tenants, queues, prios, maxAttempts, runAfters, deadlines, now)
+			$9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[], $13::bytea[], $15::text[])
+			AS u (id, tenant, key, author, workflow, pool, priority, max_attempts, deadline_at, run_at, trace_id, config_version, input, ckey)`,
+		ids, tenants, keys, authors, workflows, pools, prios, maxAttempts, deadlines, runAts, traces, versions, inputs, now, ckeys)
+	t.later(`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, run_after, deadline_at, created_at,
+			workflow, concurrency_key, key_slot)
+		SELECT u.id, u.tenant, u.queue, u.priority, 'queued', u.max_attempts, u.run_after, u.deadline_at, $8,
+			u.workflow, u.ckey, u.slot
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[],
+			$9::text[], $10::text[], $11::bool[])
+			AS u (id, tenant, queue, priority, max_attempts, run_after, deadline_at, workflow, ckey, slot)`,
+		ids, tenants, queues, prios, maxAttempts, runAfters, deadlines, now, workflows, ckeys, slots)
 	return nil
 }
 
@@ -317,29 +331,57 @@ func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
 	return out, nil
 }
 
-// PromoteDue makes due delayed tasks ready. A due task another
+// PromoteDue makes due delayed tasks ready and reads the flow rules that
+// pause or rate-limit anything, in one statement. A due task another
 // transaction holds (a cancel, a timeout) is skipped; a later claim
 // promotes it if it is still queued.
-func (t *txn) PromoteDue(queue store.Queue, now time.Time, limit int) ([]string, error) {
-	rows, err := t.query(`UPDATE task_queue SET run_after = NULL
-		WHERE id IN (
-			SELECT id FROM task_queue
-			WHERE queue = $1 AND state = 'queued' AND run_after IS NOT NULL AND run_after <= $2
-			ORDER BY run_after LIMIT $3
-			FOR UPDATE SKIP LOCKED)
-		RETURNING tenant`, string(queue), ts(now), limit)
+func (t *txn) PromoteDue(queue store.Queue, now time.Time, limit int) ([]string, []store.FlowRule, error) {
+	rows, err := t.query(`WITH p AS (
+			UPDATE task_queue SET run_after = NULL
+			WHERE id IN (
+				SELECT id FROM task_queue
+				WHERE queue = $1 AND state = 'queued' AND run_after IS NOT NULL AND run_after <= $2
+				ORDER BY run_after LIMIT $3
+				FOR UPDATE SKIP LOCKED)
+			RETURNING tenant)
+		SELECT '', tenant, false, 0, 0, NULL::timestamptz FROM p
+		UNION ALL
+		SELECT scope, key, paused, coalesce(rate_per_second, 0), burst, throttled_at FROM flow_rules
+		WHERE paused OR rate_per_second IS NOT NULL`, string(queue), ts(now), limit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	var due []string
+	var rules []store.FlowRule
+	var r store.FlowRule
+	var at *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&r.Scope, &r.Key, &r.Paused, &r.RatePerSecond, &r.Burst, &at}, func() error {
+		if r.Scope == "" {
+			due = append(due, r.Key)
+			return nil
+		}
+		r.ThrottledAt = at
+		rules = append(rules, r)
+		return nil
+	})
+	return due, rules, err
 }
 
 // ReadyTenants reads the tenants with ready work, lowest virtual time first.
-func (t *txn) ReadyTenants(queue store.Queue, tenant string, limit int) ([]fairshare.Tenant, error) {
-	rows, err := t.query(`SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
-		FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
-		WHERE q.queue = $1 AND q.queued > 0 AND ($3 = '' OR q.tenant = $3)
-		ORDER BY q.vtime, q.tenant LIMIT $2`, string(queue), limit, tenant)
+func (t *txn) ReadyTenants(queue store.Queue, tenant string, limit int, except []string) ([]fairshare.Tenant, error) {
+	var rows pgx.Rows
+	var err error
+	if len(except) == 0 {
+		rows, err = t.query(`SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
+			FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
+			WHERE q.queue = $1 AND q.queued > 0 AND ($3 = '' OR q.tenant = $3)
+			ORDER BY q.vtime, q.tenant LIMIT $2`, string(queue), limit, tenant)
+	} else {
+		rows, err = t.query(`SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
+			FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
+			WHERE q.queue = $1 AND q.queued > 0 AND ($3 = '' OR q.tenant = $3) AND q.tenant <> ALL($4)
+			ORDER BY q.vtime, q.tenant LIMIT $2`, string(queue), limit, tenant, except)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -438,6 +480,7 @@ const endSQL = `WITH u AS (
 			RETURNING q.id, q.tenant, q.queue, q.state, q.attempt, q.started_at,
 				q.lease_epoch + CASE WHEN u.bump THEN 1 ELSE 0 END AS epoch,
 				q.state = 'queued' AND q.run_after IS NULL AS ready, q.has_dependents,
+				q.workflow, coalesce(q.concurrency_key, '') AS ckey, q.key_slot,
 				u.to_state, u.code, u.message, u.result
 		), done AS (
 			INSERT INTO task_results (task_id, tenant, state, attempt, lease_epoch, started_at, finished_at,
@@ -445,7 +488,7 @@ const endSQL = `WITH u AS (
 			SELECT id, tenant, to_state, attempt, epoch, started_at, $11, result, nullif(code, ''), nullif(message, '')
 			FROM gone
 		)
-		SELECT id, tenant, queue, state, epoch, ready, has_dependents FROM gone`
+		SELECT id, tenant, queue, state, epoch, ready, has_dependents, workflow, ckey, key_slot FROM gone`
 
 // End deletes the live rows that still match and writes their results, in
 // one statement.
@@ -502,7 +545,8 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 			AS u (id, epoch, bump, uncharge, run_after, code, message, lease_due)
 		WHERE q.id = ANY($1) AND q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
 			AND (NOT u.lease_due OR q.lease_expires_at <= $9)
-		RETURNING q.id, q.tenant, q.queue, 'running', q.lease_epoch, q.run_after IS NULL`,
+		RETURNING q.id, q.tenant, q.queue, 'running', q.lease_epoch, q.run_after IS NULL,
+			q.workflow, coalesce(q.concurrency_key, ''), q.key_slot`,
 		ids, epochs, bumps, uncharge, runAfters, codes, msgs, leaseDue, ts(now))
 	if err != nil {
 		return nil, err
@@ -514,7 +558,7 @@ func collectMoved(rows pgx.Rows) ([]engine.Moved, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (engine.Moved, error) {
 		var m engine.Moved
 		var queue, from string
-		err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready)
+		err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready, &m.Workflow, &m.Key, &m.KeySlot)
 		m.Queue, m.From = store.Queue(queue), dockettype.State(from)
 		return m, err
 	})
@@ -744,6 +788,9 @@ const reviveSQL = `WITH gone AS (
 		DELETE FROM task_results r
 		WHERE r.task_id = ANY($1) AND (r.task_id || ' ' || r.tenant) = ANY($2)
 			AND r.state IN ('failed', 'timed_out', 'cancelled')
+			-- Not yet for a task with a concurrency key: its live row would
+			-- run without a slot of the key (not_retryable).
+			AND NOT EXISTS (SELECT 1 FROM tasks k WHERE k.id = r.task_id AND k.concurrency_key IS NOT NULL)
 		RETURNING r.task_id, r.tenant, r.state, r.lease_epoch
 	), live AS (
 		INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch, deadline_at, created_at)

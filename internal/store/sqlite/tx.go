@@ -181,7 +181,7 @@ func (t *txn) InsertBindings(rows []engine.Binding, now time.Time) (map[engine.T
 }
 
 // InsertTasks writes the immutable task rows and their live rows.
-func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
+func (t *txn) InsertTasks(items []*store.AdmitItem, held map[string]bool, now time.Time) error {
 	nowMS := ms(now)
 	tasks := make([][]any, len(items))
 	live := make([][]any, len(items))
@@ -197,16 +197,27 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, now time.Time) error {
 		if input == nil {
 			input = []byte("null")
 		}
+		var key any
+		slot := 0
+		if it.ConcurrencyKey != "" {
+			key = it.ConcurrencyKey
+			if held[it.TaskID] {
+				runAfter = ms(engine.HeldUntil)
+			} else {
+				slot = 1
+			}
+		}
 		tasks[i] = []any{it.TaskID, it.Tenant, it.IdempotencyKey, it.Author, it.Workflow, string(it.Pool), it.Priority,
-			it.MaxAttempts, ms(it.DeadlineAt), runAt, nowMS, it.TraceID, it.ConfigVersion, input}
-		live[i] = []any{it.TaskID, it.Tenant, string(it.QueueOf()), it.Priority, "queued", it.MaxAttempts, runAfter, ms(it.DeadlineAt), nowMS}
+			it.MaxAttempts, ms(it.DeadlineAt), runAt, nowMS, it.TraceID, it.ConfigVersion, input, key}
+		live[i] = []any{it.TaskID, it.Tenant, string(it.QueueOf()), it.Priority, "queued", it.MaxAttempts, runAfter, ms(it.DeadlineAt), nowMS,
+			it.Workflow, key, slot}
 	}
 	if err := t.insertRows(`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts,
-		deadline_at, run_at, created_at, trace_id, config_version, input)`, "", 14, tasks); err != nil {
+		deadline_at, run_at, created_at, trace_id, config_version, input, concurrency_key)`, "", 15, tasks); err != nil {
 		return err
 	}
-	return t.insertRows(`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, run_after, deadline_at, created_at)`,
-		"", 9, live)
+	return t.insertRows(`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, run_after, deadline_at, created_at,
+		workflow, concurrency_key, key_slot)`, "", 12, live)
 }
 
 // ReadTasks reads tasks by ID, with their results.
@@ -223,25 +234,55 @@ func (t *txn) ReadTasks(ids []string) (map[string]*dockettype.Task, error) {
 	return out, err
 }
 
-// PromoteDue makes due delayed tasks ready.
-func (t *txn) PromoteDue(queue store.Queue, now time.Time, limit int) ([]string, error) {
+// PromoteDue makes due delayed tasks ready and reads the flow rules that
+// pause or rate-limit anything.
+func (t *txn) PromoteDue(queue store.Queue, now time.Time, limit int) ([]string, []store.FlowRule, error) {
 	rows, err := t.tx.QueryContext(t.ctx, `UPDATE task_queue SET run_after = NULL
 		WHERE id IN (SELECT id FROM task_queue
 			WHERE queue = ? AND state = 'queued' AND run_after IS NOT NULL AND run_after <= ?
 			ORDER BY run_after LIMIT ?)
 		RETURNING tenant`, string(queue), ms(now), limit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return collect(rows, scanString)
+	due, err := collect(rows, scanString)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err = t.tx.QueryContext(t.ctx, `SELECT scope, key, paused, coalesce(rate_per_second, 0), burst, throttled_at
+		FROM flow_rules WHERE paused OR rate_per_second IS NOT NULL`)
+	if err != nil {
+		return nil, nil, err
+	}
+	rules, err := collect(rows, func(r *sql.Rows) (store.FlowRule, error) {
+		var f store.FlowRule
+		var at sql.NullInt64
+		err := r.Scan(&f.Scope, &f.Key, &f.Paused, &f.RatePerSecond, &f.Burst, &at)
+		if at.Valid {
+			a := time.UnixMilli(at.Int64).UTC()
+			f.ThrottledAt = &a
+		}
+		return f, err
+	})
+	return due, rules, err
 }
 
 // ReadyTenants reads the tenants with ready work, lowest virtual time first.
-func (t *txn) ReadyTenants(queue store.Queue, tenant string, limit int) ([]fairshare.Tenant, error) {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
-		FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
-		WHERE q.queue = ?1 AND q.queued > 0 AND (?3 = '' OR q.tenant = ?3)
-		ORDER BY q.vtime, q.tenant LIMIT ?2`, string(queue), limit, tenant)
+func (t *txn) ReadyTenants(queue store.Queue, tenant string, limit int, except []string) ([]fairshare.Tenant, error) {
+	var rows *sql.Rows
+	var err error
+	if len(except) == 0 {
+		rows, err = t.tx.QueryContext(t.ctx, `SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
+			FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
+			WHERE q.queue = ?1 AND q.queued > 0 AND (?3 = '' OR q.tenant = ?3)
+			ORDER BY q.vtime, q.tenant LIMIT ?2`, string(queue), limit, tenant)
+	} else {
+		rows, err = t.tx.QueryContext(t.ctx, `SELECT q.tenant, q.queued, q.vtime, coalesce(tn.weight, 1)
+			FROM tenant_queues q LEFT JOIN tenants tn ON tn.id = q.tenant
+			WHERE q.queue = ?1 AND q.queued > 0 AND (?3 = '' OR q.tenant = ?3)
+				AND q.tenant NOT IN (SELECT value FROM json_each(?4))
+			ORDER BY q.vtime, q.tenant LIMIT ?2`, string(queue), limit, tenant, jsonArg(except))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +372,7 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 			WHERE j.value->>1 = q.lease_epoch AND (j.value->>2 = '' OR j.value->>2 = q.state)
 				AND (j.value->>3 = 0 OR q.deadline_at <= ?2) AND (j.value->>4 = 0 OR q.lease_expires_at <= ?2))
 		RETURNING id, tenant, queue, state, attempt, lease_epoch, started_at, state = 'queued' AND run_after IS NULL,
-			has_dependents`,
+			has_dependents, workflow, coalesce(concurrency_key, ''), key_slot`,
 		jsonArg(match), nowMS)
 	if err != nil {
 		return nil, err
@@ -344,7 +385,8 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 	deleted, err := collect(res, func(r *sql.Rows) (gone, error) {
 		var g gone
 		var queue, from string
-		err := r.Scan(&g.TaskID, &g.Tenant, &queue, &from, &g.attempt, &g.Epoch, &g.started, &g.Ready, &g.HasDependents)
+		err := r.Scan(&g.TaskID, &g.Tenant, &queue, &from, &g.attempt, &g.Epoch, &g.started, &g.Ready, &g.HasDependents,
+			&g.Workflow, &g.Key, &g.KeySlot)
 		g.Queue, g.From = store.Queue(queue), dockettype.State(from)
 		return g, err
 	})
@@ -386,7 +428,8 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 			FROM json_each(?1)) AS u
 		WHERE q.id = u.id AND q.lease_epoch = u.epoch AND q.state = 'running'
 			AND (u.lease_due = 0 OR q.lease_expires_at <= ?2)
-		RETURNING id, tenant, queue, 'running', lease_epoch, run_after IS NULL`, jsonArg(list), ms(now))
+		RETURNING id, tenant, queue, 'running', lease_epoch, run_after IS NULL, workflow, coalesce(concurrency_key, ''), key_slot`,
+		jsonArg(list), ms(now))
 	if err != nil {
 		return nil, err
 	}
@@ -396,7 +439,7 @@ func (t *txn) Requeue(rows []engine.Requeue, now time.Time) ([]engine.Moved, err
 func scanMoved(r *sql.Rows) (engine.Moved, error) {
 	var m engine.Moved
 	var queue, from string
-	err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready)
+	err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready, &m.Workflow, &m.Key, &m.KeySlot)
 	m.Queue, m.From = store.Queue(queue), dockettype.State(from)
 	return m, err
 }
@@ -650,7 +693,8 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 		list[i], queues[r.TaskID] = [2]string{r.TaskID, r.Tenant}, string(r.Queue)
 	}
 	res, err := t.tx.QueryContext(t.ctx, `DELETE FROM task_results WHERE task_id IN (
-			SELECT t.id FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0 WHERE t.tenant = j.value->>1)
+			SELECT t.id FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0 WHERE t.tenant = j.value->>1
+				AND t.concurrency_key IS NULL)
 		AND state IN ('failed', 'timed_out', 'cancelled')
 		RETURNING task_id, tenant, state, lease_epoch + 1`, jsonArg(list))
 	if err != nil {

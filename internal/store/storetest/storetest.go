@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Dependencies", su.testDependencies)
 	t.Run("Retry", su.testRetry)
 	t.Run("Bulk", su.testBulk)
+	t.Run("Flow", su.testFlow)
 }
 
 type suite struct {

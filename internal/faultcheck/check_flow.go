@@ -1,0 +1,90 @@
+package faultcheck
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+)
+
+// FlowView is what the flow scenario's tenant ran: its rate limit, the
+// concurrency per key of its workflow, and its tasks with their
+// histories, read from the database after the run.
+type FlowView struct {
+	RatePerSecond, Burst, ConcurrencyPerKey int
+	Submitted                               int // tasks the scenario submitted
+	Tasks                                   []FlowTask
+}
+
+// FlowTask is one task of the flow scenario.
+type FlowTask struct {
+	ID     string
+	Key    string
+	State  dockettype.State
+	Events []dockettype.Event
+}
+
+// checkFlow: in no one-second window did the tenant's tasks start more
+// than rate + burst times (queued → running events, by their commit
+// times), and no concurrency key ever had more tasks running than its
+// limit (replaying each key's events in history order: a task runs from a
+// queued → running event until its next event).
+func checkFlow(p *parsed, r *Result) {
+	v := p.in.Flow
+	if v == nil {
+		return
+	}
+	type ev struct {
+		dockettype.Event
+		key string
+	}
+	var all []ev
+	for _, t := range v.Tasks {
+		if t.State.Terminal() {
+			r.FlowFinished++
+		}
+		for _, e := range t.Events {
+			all = append(all, ev{e, t.Key})
+		}
+	}
+	r.FlowTasks = len(v.Tasks)
+	if len(v.Tasks) < v.Submitted {
+		r.flag(AnomalyFlowLimit, "the flow tenant holds %d tasks, %d were submitted", len(v.Tasks), v.Submitted)
+	}
+	slices.SortFunc(all, func(a, b ev) int { return cmp.Compare(a.ID, b.ID) })
+	var starts []time.Time
+	running := map[string]int{}    // key → tasks running
+	isRunning := map[string]bool{} // task → running
+	for _, e := range all {
+		switch {
+		case e.From == dockettype.StateQueued && e.To == dockettype.StateRunning:
+			starts = append(starts, e.At)
+			isRunning[e.TaskID] = true
+			running[e.key]++
+			r.FlowPeakPerKey = max(r.FlowPeakPerKey, running[e.key])
+			if running[e.key] > v.ConcurrencyPerKey {
+				r.flag(AnomalyFlowLimit, "key %s had %d tasks running at event %d (task %s), limit %d",
+					e.key, running[e.key], e.ID, e.TaskID, v.ConcurrencyPerKey)
+			}
+		case isRunning[e.TaskID]:
+			isRunning[e.TaskID] = false
+			running[e.key]--
+		}
+	}
+	r.FlowStarts = len(starts)
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	j := 0
+	for i := range starts {
+		for !starts[j].Add(time.Second).After(starts[i]) {
+			j++
+		}
+		if n := i - j + 1; n > r.FlowPeakPerSecond {
+			r.FlowPeakPerSecond = n
+			if n > v.RatePerSecond+v.Burst {
+				r.flag(AnomalyFlowLimit, "%d starts in the second from %s, limit %d + %d",
+					n, starts[j].Format(time.RFC3339Nano), v.RatePerSecond, v.Burst)
+			}
+		}
+	}
+}

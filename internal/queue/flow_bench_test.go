@@ -1,0 +1,223 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/logtest"
+	"github.com/docket-dev/docket/internal/store"
+	"github.com/docket-dev/docket/internal/store/postgres"
+	"github.com/docket-dev/docket/internal/store/postgres/pgtest"
+)
+
+// Flow control benchmarks on PostgreSQL (DOCKET_TEST_POSTGRES_URL), each
+// with three nodes (three services on one schema, each with its own
+// connections) draining no-op tasks; the starts are read back from the
+// history.
+//
+//	go test -run XXX -bench 'Flow' -benchtime 1x ./internal/queue/
+
+// flowNodes starts n services on one schema and returns them with the
+// first store handle (for admissions and reads).
+func flowNodes(b *testing.B, url, schema string, n int) (store.Store, []*Service) {
+	var first store.Store
+	var svcs []*Service
+	for i := range n {
+		st, err := postgres.Open(context.Background(), url, postgres.Options{Schema: schema, MaxConns: 16})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		if first == nil {
+			first = st
+		}
+		logger, _ := logtest.New(b)
+		rt := newTestRuntime()
+		rt.register("bench.noop", dockettype.PoolOnline, func(context.Context, *Invocation) (json.RawMessage, error) {
+			return json.RawMessage(`{}`), nil
+		})
+		svc, err := New(st, rt, Config{NodeID: fmt.Sprint("node-", i), Clock: clockwork.NewRealClock(), Logger: logger,
+			ShutdownGrace: time.Second, SyncClock: true,
+			Online: PoolConfig{Capacity: -1, Workers: 2000}, Offline: PoolConfig{Workers: -1}, ClaimBatch: 1000, FinishBatch: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		svcs = append(svcs, svc)
+	}
+	return first, svcs
+}
+
+// admitBench admits n no-op tasks, key(i) their concurrency key.
+func admitBench(b *testing.B, st store.Store, n int, key func(i int) string) {
+	for done := 0; done < n; done += 1000 {
+		items := make([]*store.AdmitItem, min(1000, n-done))
+		for i := range items {
+			items[i] = &store.AdmitItem{
+				TaskID: uuid.Must(uuid.NewV7()).String(), Tenant: "bench", Author: "bench",
+				IdempotencyKey: fmt.Sprint(done + i), RequestHash: "h", Workflow: "bench.noop",
+				Pool: dockettype.PoolOnline, MaxAttempts: 3, DeadlineAt: time.Now().Add(time.Hour),
+				TraceID: "t", Input: []byte(`{}`), ConcurrencyKey: key(done + i),
+			}
+		}
+		if _, err := st.Admit(context.Background(), &store.AdmitParams{Now: time.Now(), Items: items}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// flowEvent is one start or end read back from the history.
+type flowEvent struct {
+	id      int64
+	task    string
+	key     string
+	start   bool
+	at      time.Time
+	running bool
+}
+
+func readFlowEvents(b *testing.B, url, schema string) []flowEvent {
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT e.id, e.task_id, coalesce(t.concurrency_key, ''), e.to_state = 'running', e.at
+		FROM `+pgx.Identifier{schema}.Sanitize()+`.task_events e JOIN `+pgx.Identifier{schema}.Sanitize()+`.tasks t ON t.id = e.task_id
+		WHERE e.to_state = 'running' OR e.from_state = 'running' ORDER BY e.id`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []flowEvent
+	var e flowEvent
+	if _, err := pgx.ForEachRow(rows, []any{&e.id, &e.task, &e.key, &e.start, &e.at}, func() error {
+		out = append(out, e)
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+func runNodes(b *testing.B, svcs []*Service, until func() bool) time.Duration {
+	start := time.Now()
+	for _, s := range svcs {
+		if err := s.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !until() {
+		<-tick.C
+	}
+	d := time.Since(start)
+	for _, s := range svcs {
+		s.Stop()
+	}
+	return d
+}
+
+func succeeded(svcs []*Service) float64 {
+	n := 0.0
+	for _, s := range svcs {
+		n += testutil.ToFloat64(s.metrics.TerminalOutcomes.WithLabelValues(string(dockettype.PoolOnline), string(dockettype.StateSucceeded)))
+	}
+	return n
+}
+
+// BenchmarkFlowRateLimit: a 500/s (burst 50) rate limit on the workflow,
+// three nodes, 70 s of backlog, run for 60 s: the start rate over the
+// minute, and the most starts in any one-second window.
+func BenchmarkFlowRateLimit(b *testing.B) {
+	url := pgtest.URL(b)
+	const rate, burst = 500, 50
+	for range b.N {
+		schema := pgtest.Schema(b, url)
+		st, svcs := flowNodes(b, url, schema, 3)
+		admitBench(b, st, 35_000, func(int) string { return "" })
+		r, bu := rate, burst
+		if _, err := st.UpdateFlowRule(context.Background(), &store.UpdateFlowRuleParams{Now: time.Now(),
+			Target: store.FlowTarget{Scope: store.ScopeWorkflow, Key: "bench.noop"}, RatePerSecond: &r, Burst: &bu}); err != nil {
+			b.Fatal(err)
+		}
+		deadline := time.Now().Add(62 * time.Second)
+		runNodes(b, svcs, func() bool { return time.Now().After(deadline) })
+		var starts []time.Time
+		for _, e := range readFlowEvents(b, url, schema) {
+			if e.start {
+				starts = append(starts, e.at)
+			}
+		}
+		slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+		// The minute from the first start + 1 s (the pools' start-up).
+		from := starts[0].Add(time.Second)
+		n := 0
+		for _, s := range starts {
+			if !s.Before(from) && s.Before(from.Add(time.Minute)) {
+				n++
+			}
+		}
+		most, j := 0, 0
+		for i := range starts {
+			for !starts[j].Add(time.Second).After(starts[i]) {
+				j++
+			}
+			most = max(most, i-j+1)
+		}
+		b.ReportMetric(float64(n)/60, "starts/s")
+		b.ReportMetric(float64(most), "max-starts-in-1s")
+		b.ReportMetric(float64(rate+burst), "rate+burst")
+	}
+}
+
+// BenchmarkFlowConcurrencyKeys: 20,000 tasks over 1,000 keys with a
+// concurrency of 1 per key, against the same 20,000 tasks without keys,
+// three nodes each; the most tasks of one key running at once, from the
+// history.
+func BenchmarkFlowConcurrencyKeys(b *testing.B) {
+	url := pgtest.URL(b)
+	const tasks, keys = 20_000, 1000
+	for _, keyed := range []bool{false, true} {
+		b.Run(fmt.Sprint("keys=", keyed), func(b *testing.B) {
+			for range b.N {
+				schema := pgtest.Schema(b, url)
+				st, svcs := flowNodes(b, url, schema, 3)
+				admitBench(b, st, tasks, func(i int) string {
+					if !keyed {
+						return ""
+					}
+					return fmt.Sprint("k", i%keys)
+				})
+				d := runNodes(b, svcs, func() bool { return succeeded(svcs) >= tasks })
+				b.ReportMetric(tasks/d.Seconds(), "tasks/s")
+				running := map[string]int{}
+				isRunning := map[string]bool{}
+				most := 0
+				for _, e := range readFlowEvents(b, url, schema) {
+					switch {
+					case e.start:
+						isRunning[e.task] = true
+						running[e.key]++
+						if e.key != "" {
+							most = max(most, running[e.key])
+						}
+					case isRunning[e.task]:
+						isRunning[e.task] = false
+						running[e.key]--
+					}
+				}
+				b.ReportMetric(float64(most), "max-running-per-key")
+			}
+		})
+	}
+}

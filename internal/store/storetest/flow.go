@@ -1,0 +1,246 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
+)
+
+// Flow control: pauses, concurrency keys and rate limits (see
+// docs/flow-control.md).
+func (su suite) testFlow(t *testing.T) {
+	su.run(t, "PauseHoldsStartsResumeStartsInOrder", func(t *testing.T, s store.Store) {
+		a := admitN(t, s, at(0), tenantA, 3, nil)
+		b := admitN(t, s, at(10*ms), tenantB, 2, nil)
+		setPaused(t, s, store.FlowTarget{Scope: store.ScopeTenant, Key: tenantA}, true)
+		if w := getTask(t, s, tenantA, a[0].ID).WaitingOn; string(w) != store.WaitingOnPaused {
+			t.Errorf("a paused tenant's task waits on %v, want paused", w)
+		}
+		got := claim(t, s, at(time.Second), dockettype.PoolOnline, 10)
+		if want := []string{b[0].ID, b[1].ID}; !sameSet(claimedIDs(got), want) {
+			t.Fatalf("claim with tenant %s paused = %v, want only the other tenant's %v", tenantA, claimedIDs(got), want)
+		}
+		// A pool pause holds everything; the submissions are still admitted.
+		setPaused(t, s, store.FlowTarget{Scope: store.ScopePool, Key: string(dockettype.PoolOnline)}, true)
+		c := admitN(t, s, at(2*time.Second), tenantB, 1, nil)
+		if got := claim(t, s, at(3*time.Second), dockettype.PoolOnline, 10); len(got) != 0 {
+			t.Fatalf("claim of a paused pool = %v, want none", claimedIDs(got))
+		}
+		paused := setPaused(t, s, store.FlowTarget{Scope: store.ScopePool, Key: string(dockettype.PoolOnline)}, false)
+		if want := []store.FlowTarget{{Scope: store.ScopeTenant, Key: tenantA}}; !slices.Equal(paused, want) {
+			t.Errorf("paused after the pool's resume = %v, want %v", paused, want)
+		}
+		if got := claim(t, s, at(4*time.Second), dockettype.PoolOnline, 10); !sameSet(claimedIDs(got), []string{c[0].ID}) {
+			t.Fatalf("claim after the pool's resume = %v, want %v", claimedIDs(got), c[0].ID)
+		}
+		setPaused(t, s, store.FlowTarget{Scope: store.ScopeTenant, Key: tenantA}, false)
+		for i, task := range a {
+			got := claim(t, s, at(5*time.Second+time.Duration(i)*ms), dockettype.PoolOnline, 1)
+			if len(got) != 1 || got[0].Task.ID != task.ID {
+				t.Fatalf("claim %d after the tenant's resume = %v, want %s (oldest first)", i, claimedIDs(got), task.ID)
+			}
+		}
+	})
+
+	su.run(t, "PausedWorkflowDoesNotHoldUpItsTenant", func(t *testing.T, s store.Store) {
+		slow := admitN(t, s, at(0), tenantA, 5, func(it *store.AdmitItem) { it.Workflow = "demo.sleep" })
+		echo := admitN(t, s, at(10*ms), tenantA, 2, nil)
+		setPaused(t, s, store.FlowTarget{Scope: store.ScopeWorkflow, Key: "demo.sleep"}, true)
+		var out store.ClaimOutcome
+		got, err := s.Claim(t.Context(), &store.ClaimParams{Now: at(time.Second), Queue: store.PoolQueue(dockettype.PoolOnline),
+			Owner: "node-1", Limit: 1, LeaseTTL: ttl, Outcome: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Task.ID != echo[0].ID {
+			t.Fatalf("claim of 1 behind 5 tasks of a paused workflow = %v, want %s", claimedIDs(got), echo[0].ID)
+		}
+		if w := getTask(t, s, tenantA, slow[0].ID).WaitingOn; string(w) != store.WaitingOnPaused {
+			t.Errorf("a paused workflow's task waits on %v, want paused", w)
+		}
+		counts, err := s.FlowWaiting(t.Context(), at(time.Second))
+		if err != nil || counts[store.WaitingOnPaused] != 5 {
+			t.Errorf("FlowWaiting = %v, %v; want 5 paused", counts, err)
+		}
+	})
+
+	su.run(t, "ConcurrencyKeyAdmitsOneRunsOneOtherKeysGoOn", func(t *testing.T, s store.Store) {
+		keyed := func(key string) func(*store.AdmitItem) {
+			return func(it *store.AdmitItem) { it.ConcurrencyKey = key }
+		}
+		k1 := admitN(t, s, at(0), tenantA, 3, keyed("customer-1"))
+		k2 := admitN(t, s, at(10*ms), tenantA, 1, keyed("customer-2"))
+		other := admitN(t, s, at(20*ms), tenantB, 1, keyed("customer-1")) // another tenant's key of that name
+		if w := k1[1].WaitingOn; string(w) != store.WaitingOnConcurrencyKey {
+			t.Errorf("the second task of a key is admitted waiting on %v, want concurrency_key", w)
+		}
+		got := claim(t, s, at(time.Second), dockettype.PoolOnline, 10)
+		if want := []string{k1[0].ID, k2[0].ID, other[0].ID}; !sameSet(claimedIDs(got), want) {
+			t.Fatalf("claim = %v, want one task per key %v", claimedIDs(got), want)
+		}
+		if w := getTask(t, s, tenantA, k1[1].ID).WaitingOn; string(w) != store.WaitingOnConcurrencyKey {
+			t.Errorf("the key's second task waits on %v, want concurrency_key", w)
+		}
+		if counts, err := s.FlowWaiting(t.Context(), at(time.Second)); err != nil || counts[store.WaitingOnConcurrencyKey] != 2 {
+			t.Errorf("FlowWaiting = %v, %v; want 2 waiting on their key", counts, err)
+		}
+		var first *store.ClaimedTask
+		for _, c := range got {
+			if c.Task.ID == k1[0].ID {
+				first = c
+			}
+		}
+		// A retry keeps the key's slot: nothing else of the key starts.
+		finishOne(t, s, at(2*time.Second), retryAt(first.Lease(), at(3*time.Second)), true)
+		if got := claim(t, s, at(2*time.Second+ms), dockettype.PoolOnline, 10); len(got) != 0 {
+			t.Fatalf("claim while the key's task waits for its retry = %v, want none", claimedIDs(got))
+		}
+		again := claim(t, s, at(3*time.Second), dockettype.PoolOnline, 10)
+		if len(again) != 1 || again[0].Task.ID != k1[0].ID {
+			t.Fatalf("claim after the retry's backoff = %v, want %s", claimedIDs(again), k1[0].ID)
+		}
+		// Its end frees the slot, exactly once: the next task of the key.
+		finishOne(t, s, at(4*time.Second), succeed(again[0].Lease()), true)
+		next := claim(t, s, at(4*time.Second+ms), dockettype.PoolOnline, 10)
+		if len(next) != 1 || next[0].Task.ID != k1[1].ID {
+			t.Fatalf("claim after the key's task ended = %v, want %s", claimedIDs(next), k1[1].ID)
+		}
+		// A waiting task cancelled frees nothing; a cancelled running one
+		// frees its slot.
+		cancel(t, s, at(5*time.Second), tenantA, k1[2].ID)
+		if got := claim(t, s, at(5*time.Second+ms), dockettype.PoolOnline, 10); len(got) != 0 {
+			t.Fatalf("claim after a waiting task was cancelled = %v, want none", claimedIDs(got))
+		}
+		k1more := admitN(t, s, at(6*time.Second), tenantA, 1, keyed("customer-1"))
+		cancel(t, s, at(7*time.Second), tenantA, k1[1].ID)
+		if got := claim(t, s, at(7*time.Second+ms), dockettype.PoolOnline, 10); len(got) != 1 || got[0].Task.ID != k1more[0].ID {
+			t.Fatalf("claim after the running task was cancelled = %v, want %s", claimedIDs(got), k1more[0].ID)
+		}
+	})
+
+	su.run(t, "RaisingConcurrencyPerKeyStartsWaitingTasks", func(t *testing.T, s store.Store) {
+		tasks := admitN(t, s, at(0), tenantA, 4, func(it *store.AdmitItem) { it.ConcurrencyKey = "k" })
+		if got := claim(t, s, at(time.Second), dockettype.PoolOnline, 10); len(got) != 1 {
+			t.Fatalf("claim with concurrency 1 = %v, want 1", claimedIDs(got))
+		}
+		three := 3
+		if _, err := s.UpdateFlowRule(t.Context(), &store.UpdateFlowRuleParams{Now: at(2 * time.Second),
+			Target: store.FlowTarget{Scope: store.ScopeWorkflow, Key: "demo.echo"}, ConcurrencyPerKey: &three}); err != nil {
+			t.Fatal(err)
+		}
+		got := claim(t, s, at(3*time.Second), dockettype.PoolOnline, 10)
+		if want := []string{tasks[1].ID, tasks[2].ID}; !sameSet(claimedIDs(got), want) {
+			t.Fatalf("claim after raising the limit to 3 = %v, want %v", claimedIDs(got), want)
+		}
+	})
+
+	su.run(t, "RateLimitBoundsStartsInEverySecond", func(t *testing.T, s store.Store) {
+		const rate, burst = 100, 10
+		limited := admitN(t, s, at(0), tenantA, 300, func(it *store.AdmitItem) { it.Workflow = "demo.sleep" })
+		free := admitN(t, s, at(0), tenantA, 30, nil)
+		r, b := rate, burst
+		if _, err := s.UpdateFlowRule(t.Context(), &store.UpdateFlowRuleParams{Now: at(0),
+			Target: store.FlowTarget{Scope: store.ScopeWorkflow, Key: "demo.sleep"}, RatePerSecond: &r, Burst: &b}); err != nil {
+			t.Fatal(err)
+		}
+		isLimited := map[string]bool{}
+		for _, task := range limited {
+			isLimited[task.ID] = true
+		}
+		var starts []time.Time
+		freeStarted, throttled := 0, 0
+		// A claim every 7 ms for 1.5 s, the limited tasks first in line.
+		for step := range 215 {
+			now := at(time.Second + time.Duration(step)*7*ms)
+			var out store.ClaimOutcome
+			got, err := s.Claim(t.Context(), &store.ClaimParams{Now: now, Queue: store.PoolQueue(dockettype.PoolOnline),
+				Owner: "node-1", Limit: 8, LeaseTTL: ttl, Outcome: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Throttled > 0 {
+				throttled++
+				if !out.RetryAt.After(now) {
+					t.Fatalf("throttled claim at %v says retry at %v", now, out.RetryAt)
+				}
+			}
+			for _, c := range got {
+				if isLimited[c.Task.ID] {
+					starts = append(starts, now)
+				} else {
+					freeStarted++
+				}
+			}
+		}
+		if freeStarted != len(free) {
+			t.Errorf("%d of the %d tasks of the unlimited workflow started, want all: a throttled workflow held them up", freeStarted, len(free))
+		}
+		if throttled == 0 {
+			t.Error("no claim reported being throttled")
+		}
+		if worst := maxInWindow(starts, time.Second); worst > rate+burst {
+			t.Errorf("%d starts in one second, want at most rate+burst = %d", worst, rate+burst)
+		}
+		// 1.5 s at 100/s: about 150 starts (the limit holds steadily).
+		if n := len(starts); n < 140 || n > 160 {
+			t.Errorf("%d starts in 1.5 s at %d/s, want about 150", n, rate)
+		}
+		if w := getTaskAt(t, s, tenantA, limited[len(limited)-1].ID, at(2500*ms)).WaitingOn; string(w) != store.WaitingOnRateLimit {
+			t.Errorf("a throttled task waits on %v, want rate_limit", w)
+		}
+	})
+
+	su.run(t, "TenantRateLimitDoesNotHoldUpOtherTenants", func(t *testing.T, s store.Store) {
+		admitN(t, s, at(0), tenantA, 50, nil)
+		bs := admitN(t, s, at(ms), tenantB, 5, nil)
+		one, zero := 1, 0
+		if _, err := s.UpdateFlowRule(t.Context(), &store.UpdateFlowRuleParams{Now: at(0),
+			Target: store.FlowTarget{Scope: store.ScopeTenant, Key: tenantA}, RatePerSecond: &one, Burst: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		started := map[string]int{}
+		for step := range 20 {
+			for _, c := range claim(t, s, at(time.Second+time.Duration(step)*20*ms), dockettype.PoolOnline, 4) {
+				started[c.Task.Tenant]++
+			}
+		}
+		if started[tenantB] != len(bs) || started[tenantA] > 1 {
+			t.Errorf("started %v in 400 ms with %s at 1/s, want all %d of %s and at most 1 of %s", started, tenantA, len(bs), tenantB, tenantA)
+		}
+	})
+}
+
+func setPaused(t *testing.T, s store.Store, target store.FlowTarget, paused bool) []store.FlowTarget {
+	t.Helper()
+	out, err := s.SetPaused(t.Context(), &store.SetPausedParams{Now: at(0), Target: target, Paused: paused})
+	if err != nil {
+		t.Fatalf("SetPaused(%v, %v): %v", target, paused, err)
+	}
+	return out
+}
+
+func getTaskAt(t *testing.T, s store.Store, tenant, id string, now time.Time) *dockettype.Task {
+	t.Helper()
+	task, err := s.GetTask(t.Context(), &store.GetTaskParams{Tenant: tenant, TaskID: id, Now: now})
+	if err != nil {
+		t.Fatalf("GetTask(%s): %v", id, err)
+	}
+	return task
+}
+
+// maxInWindow is the most times (sorted) within any window of length d,
+// counted [t, t+d).
+func maxInWindow(times []time.Time, d time.Duration) int {
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	most, j := 0, 0
+	for i := range times {
+		for times[j].Add(d).Compare(times[i]) <= 0 {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return most
+}
