@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -29,16 +30,27 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Claim
 		return nil, invalid("claim", "limit, queue and lease TTL are required")
 	}
 	var out []*store.ClaimedTask
-	err := s.b.Write(ctx, "claim", func(tx Tx) error {
-		var err error
-		out, err = claim(tx, p)
-		return err
-	})
+	var err error
+	for range 3 {
+		err = s.b.Write(ctx, "claim", func(tx Tx) error {
+			var err error
+			out, err = claim(tx, p)
+			return err
+		})
+		if !errors.Is(err, ErrFlowChanged) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
+
+// ErrFlowChanged is a backend's answer to Take when a pause or a rate limit
+// was committed after the claim read the rules: the transaction is rolled
+// back and the claim runs again under the rules.
+var ErrFlowChanged = errors.New("claim: flow rules changed during the claim")
 
 func claim(tx Tx, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 	c := newChanges()

@@ -422,6 +422,11 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 	for _, g := range grants {
 		b.Queue(takeSQL, string(queue), g.Tenant, g.Count, owner, ts(expires), ts(now))
 	}
+	// The claim read no pause or rate limit in its first statement; a rule
+	// committed since (read committed: every statement sees the latest
+	// commits) could hold back tasks these statements saw. Checked in the
+	// same round trip; the engine then claims again under the rules.
+	b.Queue("SELECT EXISTS (SELECT 1 FROM flow_rules WHERE paused OR rate_per_second IS NOT NULL)")
 	br, err := t.send(b)
 	if err != nil {
 		return nil, err
@@ -441,6 +446,15 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 			br.Close()
 			return nil, err
 		}
+	}
+	var ruled bool
+	if err := br.QueryRow().Scan(&ruled); err != nil {
+		br.Close()
+		return nil, err
+	}
+	if ruled {
+		br.Close()
+		return nil, engine.ErrFlowChanged
 	}
 	return out, br.Close()
 }
