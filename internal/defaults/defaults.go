@@ -9,7 +9,8 @@
 //
 //   - zero means "use the default" (this table);
 //   - Unlimited (-1) lifts a limit: a pool's capacity, a tenant's default
-//     in-flight limit and storage quota, the long polls held at once, and
+//     in-flight limit and storage quota, the long polls held at once, the
+//     connections per remote address, the memory of request bodies, and
 //     retention (keep finished tasks forever);
 //   - NoWorkers (-1) gives a pool no workers on this node (it still
 //     admits tasks, which other nodes run).
