@@ -27,8 +27,9 @@ type SubmitBatchParams struct {
 // BatchResult is the answer to one task of a batch.
 type BatchResult struct {
 	// Status is the HTTP status a single submission would have had: 201
-	// new task, 200 replay, 409 idempotency_conflict, 429 queue_full or
-	// tenant_quota_exceeded, 400 invalid_request or unknown_workflow, 413
+	// new task, 200 replay, 409 idempotency_conflict, 429 queue_full,
+	// tenant_quota_exceeded or storage_quota_exceeded, 400 invalid_request
+	// or unknown_workflow, 413
 	// payload_too_large (the task is over the server's body limit).
 	Status int
 	// Task is the admitted task (201), or the earlier one (200).

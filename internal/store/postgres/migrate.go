@@ -122,5 +122,5 @@ func migrate(ctx context.Context, b *Backend, schema string, allowForeign bool) 
 		}
 		return fmt.Errorf("postgres: %w: %w", migration.Failed(*failed, store.BackendPostgres, code), err)
 	}
-	return fmt.Errorf("postgres: migrate: %w", err)
+	return fmt.Errorf("postgres: %w", err) // err names the operation: "migrate: …"
 }

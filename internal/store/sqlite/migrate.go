@@ -119,5 +119,5 @@ func migrateError(err, refusal error, failed *migration.Migration) error {
 	case errors.Is(err, store.ErrCorrupt):
 		return fmt.Errorf("sqlite: migrate: the file is not a SQLite database, or it is damaged (SQLite code %s): %w", code, err)
 	}
-	return fmt.Errorf("sqlite: migrate: %w", err)
+	return fmt.Errorf("sqlite: %w", err) // err names the operation: "migrate: …"
 }
