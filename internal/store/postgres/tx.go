@@ -526,7 +526,7 @@ func (t *txn) End(rows []engine.End, now time.Time) ([]engine.Moved, error) {
 	return pgx.CollectRows(res, func(r pgx.CollectableRow) (engine.Moved, error) {
 		var m engine.Moved
 		var queue, from string
-		err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready, &m.HasDependents)
+		err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready, &m.HasDependents, &m.Workflow, &m.Key, &m.KeySlot)
 		m.Queue, m.From = store.Queue(queue), dockettype.State(from)
 		return m, err
 	})
@@ -807,12 +807,14 @@ const reviveSQL = `WITH gone AS (
 			AND NOT EXISTS (SELECT 1 FROM tasks k WHERE k.id = r.task_id AND k.concurrency_key IS NOT NULL)
 		RETURNING r.task_id, r.tenant, r.state, r.lease_epoch
 	), live AS (
-		INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch, deadline_at, created_at)
+		INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch, deadline_at, created_at, workflow)
 		SELECT t.id, t.tenant, $3, t.priority, 'queued', 0, t.max_attempts, g.lease_epoch + 1,
-			$4::timestamptz + (t.deadline_at - GREATEST(t.created_at, coalesce(t.run_at, t.created_at))), $4
+			$4::timestamptz + (t.deadline_at - GREATEST(t.created_at, coalesce(t.run_at, t.created_at))), $4, t.workflow
 		FROM gone g CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = g.task_id OFFSET 0) t
+		RETURNING id, workflow
 	)
-	SELECT task_id, tenant, $3, state, lease_epoch + 1, true FROM gone`
+	SELECT g.task_id, g.tenant, $3, g.state, g.lease_epoch + 1, true, l.workflow, '', false
+	FROM gone g JOIN live l ON l.id = g.task_id`
 
 // Revive makes retryable terminal tasks live again: one statement per
 // queue, all in one round trip. The caller guarantees each row's queue is

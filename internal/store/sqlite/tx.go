@@ -716,9 +716,9 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 	}
 	nowMS := ms(now)
 	return gone, t.exec(`INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch,
-			deadline_at, created_at)
+			deadline_at, created_at, workflow)
 		SELECT t.id, t.tenant, j.value->>1, t.priority, 'queued', 0, t.max_attempts, j.value->>2,
-			?2 + (t.deadline_at - max(t.created_at, coalesce(t.run_at, t.created_at))), ?2
+			?2 + (t.deadline_at - max(t.created_at, coalesce(t.run_at, t.created_at))), ?2, t.workflow
 		FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0`, jsonArg(live), nowMS)
 }
 
