@@ -4,6 +4,7 @@ package faultcheck
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -169,6 +170,7 @@ type nodeConfig struct {
 	grace       time.Duration // --shutdown-grace; default 2s
 	clockOffset time.Duration // serve's hidden --clock-offset; default none
 	offline     int           // --offline-workers; default 1
+	leaseTTL    time.Duration // --lease-ttl (heartbeats, recovery and deadlines scale with it); default Options.LeaseTTL
 }
 
 // addNode prepares the run's next server (a, b, …) on a free loopback
@@ -190,7 +192,7 @@ func (r *rig) addNode(cfg nodeConfig) error {
 		return err
 	}
 	r.logFiles = append(r.logFiles, logf)
-	ttl := r.opts.LeaseTTL
+	ttl := cmp.Or(cfg.leaseTTL, r.opts.LeaseTTL)
 	args := []string{
 		"--db", cfg.db, "--listen", addr, "--mode", "demo",
 		"--lease-ttl", ttl.String(), "--heartbeat-interval", (ttl / 3).String(),

@@ -21,6 +21,13 @@ const sigtermGrace = 500 * time.Millisecond
 // and the schedulers stopped. One that takes longer fails the run.
 const sigtermExitBound = sigtermGrace + 10*time.Second
 
+// sigtermLeaseTTL is the servers' lease TTL in this scenario: long enough
+// that a lease lapses only when a stop leaves it to (on a loaded machine
+// the default 3 s also lapses where heartbeats are starved, which other
+// scenarios test and this one would blame on the stop), short enough that
+// a claim a stop lost (claim_lost) is recovered inside the drain.
+const sigtermLeaseTTL = 10 * time.Second
+
 // sigterm is a rolling restart under load: every 1–3 s the next server in
 // turn is stopped with SIGTERM while tasks run on it, waited for, and
 // started again 0–0.5 s later on the same database. On PostgreSQL two
@@ -43,13 +50,14 @@ func (*sigterm) Name() string { return ScenarioSigterm }
 func (*sigterm) Needs(string) string { return "" }
 
 func (*sigterm) Setup(_ context.Context, r *rig) error {
-	if err := r.addNode(nodeConfig{grace: sigtermGrace}); err != nil {
+	cfg := nodeConfig{grace: sigtermGrace, leaseTTL: sigtermLeaseTTL}
+	if err := r.addNode(cfg); err != nil {
 		return err
 	}
 	if !r.postgres {
 		return nil
 	}
-	return r.addNode(nodeConfig{grace: sigtermGrace})
+	return r.addNode(cfg)
 }
 
 func (s *sigterm) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {

@@ -29,11 +29,11 @@ type finisher interface {
 // A worker's lease stays in the heartbeat registry until its outcome is
 // written, so a write that lags (the store is slow or down) never lets the
 // lease lapse and recovery run a finished task again. A transient store
-// error (store.ErrUnavailable) is retried with backoff; a permanent one
-// isolates the bad item by splitting the batch, so one outcome that can
-// never be written stalls no other: that one is dropped, its lease lapses,
-// and recovery runs the task again (failing it with lease_lost once its
-// attempts are spent).
+// error (store.ErrUnavailable) is retried with backoff, at shutdown too
+// (for up to ShutdownFlush); a permanent one isolates the bad item by
+// splitting the batch, so one outcome that can never be written stalls no
+// other: that one is dropped, its lease lapses, and recovery runs the task
+// again (failing it with lease_lost once its attempts are spent).
 type completer struct {
 	baseService
 	pool    dockettype.Pool
@@ -42,14 +42,17 @@ type completer struct {
 	waiters *waiters
 	metrics *metrics.Metrics
 	spans   spans
-	// draining fires when the service begins to stop: from then on a
-	// failed write is tried once and dropped, so that shutdown never waits
-	// on a store that is down.
+	// draining fires when the service begins to stop: from then on the
+	// pools start nothing, so a completer waiting to retry may take in
+	// every outcome handed over (there are at most as many as workers)
+	// and no worker blocks on a full hand-over.
 	draining     *drainSignal
 	batch        int
 	queryTimeout time.Duration
+	flushFor     time.Duration // how long the last drain retries what the store refused
 
 	retrying *testSignal[dockettype.Pool]
+	flushing *testSignal[time.Duration]
 	written  *testSignal[outcome]
 
 	in chan *finishRequest
@@ -93,6 +96,7 @@ const (
 type completerConfig struct {
 	Batch        int
 	QueryTimeout time.Duration
+	FlushFor     time.Duration
 }
 
 func newCompleter(base baseService, pool dockettype.Pool, st finisher, leases *leaseRegistry, w *waiters,
@@ -107,7 +111,9 @@ func newCompleter(base baseService, pool dockettype.Pool, st finisher, leases *l
 		draining:     draining,
 		batch:        cfg.Batch,
 		queryTimeout: cfg.QueryTimeout,
+		flushFor:     cfg.FlushFor,
 		retrying:     &sig.retrying,
+		flushing:     &sig.flushing,
 		written:      &sig.outcome,
 		in:           make(chan *finishRequest, 4*cfg.Batch),
 	}
@@ -152,17 +158,20 @@ func (c *completer) run(ctx context.Context) {
 		batch = batch[:0]
 		select {
 		case <-ctx.Done():
-			c.drain()
+			c.drain(nil)
 			return
 		case r := <-c.in:
 			batch = append(batch, r)
 		}
-		batch = c.fill(batch)
-		c.flush(ctx, batch)
+		if unwritten := c.flush(ctx, c.takeSome(batch)); len(unwritten) > 0 {
+			c.drain(unwritten) // the completer is stopping
+			return
+		}
 	}
 }
 
-func (c *completer) fill(batch []*finishRequest) []*finishRequest {
+// takeSome adds what is waiting to batch, up to its capacity.
+func (c *completer) takeSome(batch []*finishRequest) []*finishRequest {
 	for len(batch) < cap(batch) {
 		select {
 		case r := <-c.in:
@@ -174,41 +183,89 @@ func (c *completer) fill(batch []*finishRequest) []*finishRequest {
 	return batch
 }
 
-// drain writes what is left at shutdown, one attempt per batch.
-func (c *completer) drain() {
-	ctx := context.Background()
-	for batch := c.fill(make([]*finishRequest, 0, c.batch)); len(batch) > 0; batch = c.fill(batch[:0]) {
-		c.dropAll(ctx, c.apply(ctx, batch))
+// takeAll adds everything waiting to pending.
+func (c *completer) takeAll(pending []*finishRequest) []*finishRequest {
+	for {
+		select {
+		case r := <-c.in:
+			pending = append(pending, r)
+		default:
+			return pending
+		}
 	}
 }
 
 // flush writes a batch, retrying transient failures with capped
 // exponential backoff (on the clock) until every item is written or
-// dropped, or the service begins to stop. Once stopping it tries once and
-// drops what it could not write, so that workers handing over outcomes
-// never wait on a store that is down.
-func (c *completer) flush(ctx context.Context, batch []*finishRequest) {
+// dropped. If the completer stops meanwhile it returns what is still
+// unwritten, for drain.
+func (c *completer) flush(ctx context.Context, batch []*finishRequest) (unwritten []*finishRequest) {
 	delay := 50 * time.Millisecond
 	for pending := batch; ; {
-		pending = c.apply(ctx, pending)
+		pending = c.applyAll(ctx, pending)
 		if len(pending) == 0 {
-			return
+			return nil
 		}
-		timer := c.clock.NewTimer(delay)
 		c.retrying.signal(c.pool)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			c.dropAll(ctx, pending)
-			return
-		case <-c.draining.done():
-			timer.Stop()
-			c.dropAll(ctx, pending)
-			return
-		case <-timer.Chan():
+		var stopping bool
+		if pending, stopping = c.backoff(ctx, delay, pending); stopping {
+			return pending
 		}
 		delay = min(2*delay, 5*time.Second)
 	}
+}
+
+// backoff waits d on the clock before a retry. Once the service drains it
+// takes in, meanwhile, the outcomes workers hand over, so that no worker
+// waits on a store that is down. It reports whether the completer stopped.
+func (c *completer) backoff(ctx context.Context, d time.Duration, pending []*finishRequest) ([]*finishRequest, bool) {
+	timer := c.clock.NewTimer(d)
+	defer timer.Stop()
+	draining := c.draining.done()
+	var in <-chan *finishRequest // nil until draining: a worker's send waits for the loop
+	for {
+		select {
+		case <-ctx.Done():
+			return pending, true
+		case <-timer.Chan():
+			return pending, false
+		case <-draining:
+			in, draining = c.in, nil
+		case r := <-in:
+			pending = append(pending, r)
+		}
+	}
+}
+
+// drain writes what is left at shutdown: pending and every outcome handed
+// over before Stop. What the store refuses for a passing reason is retried
+// with backoff for up to flushFor on the clock, then given up (dropAll).
+// Heartbeats still run meanwhile, so the leases of what waits here hold.
+func (c *completer) drain(pending []*finishRequest) {
+	ctx := context.Background()
+	deadline := c.clock.Now().Add(c.flushFor)
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		if pending = c.applyAll(ctx, c.takeAll(pending)); len(pending) == 0 {
+			return
+		}
+		wait := min(delay, deadline.Sub(c.clock.Now()))
+		if wait <= 0 {
+			c.dropAll(ctx, pending)
+			return
+		}
+		timer := c.clock.NewTimer(wait)
+		c.flushing.signal(wait)
+		<-timer.Chan()
+	}
+}
+
+// applyAll writes items in batches of at most FinishBatch and returns
+// those that failed transiently, in a new slice.
+func (c *completer) applyAll(ctx context.Context, items []*finishRequest) (retry []*finishRequest) {
+	for batch := range slices.Chunk(items, c.batch) {
+		retry = append(retry, c.apply(ctx, batch)...)
+	}
+	return retry
 }
 
 // apply writes items and returns those that failed transiently (to retry).

@@ -104,7 +104,12 @@ type Config struct {
 	RetryBackoffMax  time.Duration // default 5m
 	ShutdownGrace    time.Duration // how long Stop lets running tasks finish; default 10s
 	ShutdownAbandon  time.Duration // how long Stop then waits for cancelled tasks before abandoning them; default 5s
-	RetryAfter       time.Duration // Retry-After on 429 answers; default 1s
+	// ShutdownFlush is how long Stop keeps retrying, with backoff, the
+	// outcomes and hand-backs the database refused for a passing reason
+	// (down, out of connections, slow) before it gives them up and lets
+	// their leases lapse; default 5s.
+	ShutdownFlush time.Duration
+	RetryAfter    time.Duration // Retry-After on 429 answers; default 1s
 	// ReadyProbeInterval is how often Ready writes its probe row when the
 	// store has one (store.WriteProber), so that failing writes show on an
 	// idle node; default 10s. While writes fail it probes every second.
@@ -188,6 +193,7 @@ func (c *Config) setDefaults() error {
 	setDur(&c.RetryBackoffMax, 5*time.Minute)
 	setDur(&c.ShutdownGrace, defaults.ShutdownGrace)
 	setDur(&c.ShutdownAbandon, 5*time.Second)
+	setDur(&c.ShutdownFlush, 5*time.Second)
 	setDur(&c.RetryAfter, time.Second)
 	setDur(&c.ReadyProbeInterval, 10*time.Second)
 	setDur(&c.ClockSyncInterval, 30*time.Second)

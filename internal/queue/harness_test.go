@@ -195,6 +195,7 @@ func newTestService(t *testing.T, st Store, rt Runtime, cfg Config) *Service {
 	}
 	svc.signals.grace.init()
 	svc.signals.abandon.init()
+	svc.signals.flushing.init()
 	return svc
 }
 
@@ -260,9 +261,12 @@ func (h *harness) stop() {
 		case <-done:
 			drainSignals(h.svc.signals.grace.ch)
 			drainSignals(h.svc.signals.abandon.ch)
+			drainSignals(h.svc.signals.flushing.ch)
 			return
 		case timer := <-h.svc.signals.grace.ch:
 			h.clock.Advance(timer.D)
+		case d := <-h.svc.signals.flushing.ch:
+			h.clock.Advance(d)
 		case <-bound.C:
 			h.t.Errorf("Stop did not return within %s: a worker ignores its context", signalTimeout)
 			h.clock.Advance(h.svc.cfg.ShutdownAbandon)

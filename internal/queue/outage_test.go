@@ -164,6 +164,55 @@ func TestExecutionServiceStopDuringOutage(t *testing.T) {
 	}
 }
 
+// TestStopRetriesRefusedOutcomes: the database refuses the first writes of
+// a stop for a passing reason (at PostgreSQL's connection limit, say):
+// Stop retries them with backoff instead of giving them up, so every
+// outcome finished inside the grace is written and no lease lapses.
+func TestStopRetriesRefusedOutcomes(t *testing.T) {
+	t.Parallel()
+	var fs *faultstore.Store
+	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
+		c.FinishBatch = 1 // the completer holds 4 outcomes: the rest wait with their workers
+		c.Online.Workers = 8
+	})
+	gate := h.gate()
+	running := make(chan string, 8)
+	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
+		running <- inv.Task.ID
+		<-gate.C
+		return inv.Input, nil
+	})
+	h.start()
+	var ids []string
+	for i := range 8 {
+		ids = append(ids, h.submit(alice, fmt.Sprint("k", i), "test.gated", `1`).ID)
+	}
+	awaitN(t, "8 tasks to run", running, 8)
+	refusals := fs.Calls("finish") + 5
+	fs.Set("finish", func(_ context.Context, call int64) error {
+		if call <= refusals {
+			return store.ErrUnavailable
+		}
+		return nil
+	})
+	h.svc.Drain()
+	gate.open()
+	h.stop()
+	if n := fs.Failures("finish"); n != 5 {
+		t.Fatalf("%d finish calls refused, want 5", n)
+	}
+	if n := metric(h.svc.metrics.OutcomesDropped, "online", "stopping"); n != 0 {
+		t.Fatalf("%v outcomes dropped at shutdown, want every one written once the database took them", n)
+	}
+	fs.Clear()
+	h2 := h.node(h.store, nil)
+	h2.start()
+	for _, id := range ids {
+		h2.waitTerminal(alice, id, dockettype.StateSucceeded)
+		assertHistoryValid(t, h2, alice, id)
+	}
+}
+
 // A database refusal that is not an outage (a constraint, a bad value: a
 // bug) is internal, not store_unavailable: it is counted, and logged with
 // its database code and never its text, so that alerts on outages stay

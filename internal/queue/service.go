@@ -225,7 +225,7 @@ func (s *Service) build() (*running, error) {
 			return fail(err)
 		}
 		c := newCompleter(base("completer", "pool", p), p, f, s.leases, s.waiters, s.metrics, s.draining,
-			completerConfig{Batch: cfg.FinishBatch, QueryTimeout: cfg.QueryTimeout}, s.signals)
+			completerConfig{Batch: cfg.FinishBatch, QueryTimeout: cfg.QueryTimeout, FlushFor: cfg.ShutdownFlush}, s.signals)
 		w := newWorker(base("worker", "pool", p), p, s.runtime, s.store, s.leases, c, s.metrics,
 			workerConfig{RetryBackoffBase: cfg.RetryBackoffBase, RetryBackoffMax: cfg.RetryBackoffMax,
 				QueryTimeout: cfg.QueryTimeout, MaxResultBytes: cfg.MaxResultBytes}, s.signals)

@@ -35,6 +35,7 @@ type testSignals struct {
 
 	idle       testSignal[dockettype.Pool] // a pool's claim loop went idle; its poll timer is armed
 	retrying   testSignal[dockettype.Pool] // a completer is waiting to retry a failed write; its timer is armed
+	flushing   testSignal[time.Duration]   // a stopping completer is waiting D to retry what the store refused; its timer is armed
 	outcome    testSignal[outcome]         // a completer is done with an outcome
 	workerDone testSignal[string]          // a worker returned and handed over its outcome (task ID)
 	grace      testSignal[shutdownTimer]   // a pool's Stop armed its grace timer
