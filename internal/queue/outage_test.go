@@ -117,22 +117,22 @@ func TestExecutionServiceDatabaseOutage(t *testing.T) {
 	}
 }
 
-// TestExecutionServiceStopDuringOutage: with the database down and more
-// finished attempts than the completer can hold, Stop still returns; the
-// outcomes it could not write are lost only as writes — their leases lapse
-// and another node runs those tasks again.
-func TestExecutionServiceStopDuringOutage(t *testing.T) {
-	t.Parallel()
+// eightRunning starts a node on a fault-injecting store whose completer
+// holds 4 outcomes (FinishBatch 1) and 8 workers, and returns once 8 gated
+// tasks run on it: more outcomes, when the gate opens, than the completer
+// holds.
+func eightRunning(t *testing.T) (*harness, *faultstore.Store, *gate, []string) {
+	t.Helper()
 	var fs *faultstore.Store
 	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
-		c.FinishBatch = 1 // the completer holds 4 outcomes
+		c.FinishBatch = 1
 		c.Online.Workers = 8
 	})
-	gate := h.gate()
+	g := h.gate()
 	running := make(chan string, 8)
 	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
 		running <- inv.Task.ID
-		<-gate.C
+		<-g.C
 		return inv.Input, nil
 	})
 	h.start()
@@ -141,6 +141,16 @@ func TestExecutionServiceStopDuringOutage(t *testing.T) {
 		ids = append(ids, h.submit(alice, fmt.Sprint("k", i), "test.gated", `1`).ID)
 	}
 	awaitN(t, "8 tasks to run", running, 8)
+	return h, fs, g, ids
+}
+
+// TestExecutionServiceStopDuringOutage: with the database down and more
+// finished attempts than the completer can hold, Stop still returns; the
+// outcomes it could not write are lost only as writes — their leases lapse
+// and another node runs those tasks again.
+func TestExecutionServiceStopDuringOutage(t *testing.T) {
+	t.Parallel()
+	h, fs, gate, ids := eightRunning(t)
 	fs.Set("*", faultstore.Fail(store.ErrUnavailable))
 	gate.open() // 8 outcomes, more than the completer holds, none can be written
 	h.stop()    // fails the test if Stop hangs
@@ -170,24 +180,7 @@ func TestExecutionServiceStopDuringOutage(t *testing.T) {
 // outcome finished inside the grace is written and no lease lapses.
 func TestStopRetriesRefusedOutcomes(t *testing.T) {
 	t.Parallel()
-	var fs *faultstore.Store
-	h := newHarness(t, withFaults(&fs), func(h *harness, c *Config) {
-		c.FinishBatch = 1 // the completer holds 4 outcomes: the rest wait with their workers
-		c.Online.Workers = 8
-	})
-	gate := h.gate()
-	running := make(chan string, 8)
-	h.rt.register("test.gated", dockettype.PoolOnline, func(ctx context.Context, inv *Invocation) (json.RawMessage, error) {
-		running <- inv.Task.ID
-		<-gate.C
-		return inv.Input, nil
-	})
-	h.start()
-	var ids []string
-	for i := range 8 {
-		ids = append(ids, h.submit(alice, fmt.Sprint("k", i), "test.gated", `1`).ID)
-	}
-	awaitN(t, "8 tasks to run", running, 8)
+	h, fs, gate, ids := eightRunning(t)
 	refusals := fs.Calls("finish") + 5
 	fs.Set("finish", func(_ context.Context, call int64) error {
 		if call <= refusals {
