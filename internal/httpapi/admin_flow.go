@@ -52,20 +52,7 @@ var pauseFields = map[string]bool{"pool": true, "tenant": true, "workflow": true
 // names exactly one pool, tenant or workflow.
 func (s *server) pauseHandler(paused bool) principalHandler {
 	return func(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
-		if _, err := queryParams(r); err != nil {
-			writeError(w, r, err)
-			return
-		}
-		if err := checkJSONContentType(r); err != nil {
-			writeError(w, r, err)
-			return
-		}
-		body, err := s.readBody(w, r)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		raw, err := decodeObject(body, pauseFields, "the request body")
+		raw, _, err := s.objectBody(w, r, pauseFields, s.maxBody)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -148,20 +135,7 @@ var workflowFlowFields = map[string]bool{"rate_per_second": true, "burst": true,
 // patchWorkflow serves PATCH /v1/admin/workflows/{name}: the rate limit
 // and concurrency per key of a built-in or remote workflow.
 func (s *server) patchWorkflow(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
-	if _, err := queryParams(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if err := checkJSONContentType(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	raw, err := decodeObject(body, workflowFlowFields, "the request body")
+	raw, _, err := s.objectBody(w, r, workflowFlowFields, s.maxBody)
 	if err != nil {
 		writeError(w, r, err)
 		return

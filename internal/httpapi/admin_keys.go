@@ -53,20 +53,7 @@ var keyFields = map[string]bool{"tenant": true, "principal": true, "role": true,
 // role), the tenant created with the default limit when missing. The key
 // is in this answer and nowhere else.
 func (s *server) createKey(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
-	if _, err := queryParams(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if err := checkJSONContentType(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	raw, err := decodeObject(body, keyFields, "the request body")
+	raw, _, err := s.objectBody(w, r, keyFields, s.maxBody)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -141,17 +141,7 @@ func (s *server) putSchedule(w http.ResponseWriter, r *http.Request, _ dockettyp
 // scheduleRequest decodes a PUT body strictly: only the documented
 // members, each once and of its type; the queue checks the values.
 func (s *server) scheduleRequest(w http.ResponseWriter, r *http.Request) (*queue.ScheduleRequest, error) {
-	if _, err := queryParams(r); err != nil {
-		return nil, err
-	}
-	if err := checkJSONContentType(r); err != nil {
-		return nil, err
-	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := decodeObject(body, scheduleFields, "the request body")
+	raw, _, err := s.objectBody(w, r, scheduleFields, s.maxBody)
 	if err != nil {
 		return nil, err
 	}

@@ -75,24 +75,11 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request, _ dockettyp
 // patchTenant serves PATCH /v1/admin/tenants/{id}: only the fields given
 // change; a missing tenant is created with the default limit.
 func (s *server) patchTenant(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
-	if _, err := queryParams(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if err := checkJSONContentType(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
 	fields := map[string]bool{"max_in_flight": true, "weight": true, "storage_quota_bytes": true}
 	if s.flow != nil {
 		fields["rate_per_second"], fields["burst"] = true, true
 	}
-	raw, err := decodeObject(body, fields, "the request body")
+	raw, _, err := s.objectBody(w, r, fields, s.maxBody)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -57,20 +57,7 @@ var workflowFields = map[string]bool{"pool": true, "timeout_ms": true, "max_atte
 // putWorkflow serves PUT /v1/admin/workflows/{name}: registers (or
 // replaces) a remote workflow. A built-in name is 409 builtin_workflow.
 func (s *server) putWorkflow(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
-	if _, err := queryParams(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if err := checkJSONContentType(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	raw, err := decodeObject(body, workflowFields, "the request body")
+	raw, _, err := s.objectBody(w, r, workflowFields, s.maxBody)
 	if err != nil {
 		writeError(w, r, err)
 		return

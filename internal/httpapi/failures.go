@@ -101,17 +101,7 @@ func (s *server) startBulk(asAdmin bool) principalHandler {
 // bulkRequest decodes a bulk body strictly: only the documented members,
 // each once and of its type; the queue checks the values.
 func (s *server) bulkRequest(w http.ResponseWriter, r *http.Request) (*queue.BulkRequest, error) {
-	if _, err := queryParams(r); err != nil {
-		return nil, err
-	}
-	if err := checkJSONContentType(r); err != nil {
-		return nil, err
-	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := decodeObject(body, bulkFields, "the request body")
+	raw, _, err := s.objectBody(w, r, bulkFields, s.maxBody)
 	if err != nil {
 		return nil, err
 	}

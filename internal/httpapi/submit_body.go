@@ -26,6 +26,24 @@ var submitFields = map[string]bool{
 	"concurrency_key": true,
 }
 
+// objectBody reads a JSON request that takes no query parameters: a JSON
+// (or missing) Content-Type, a body of at most limit bytes, one object with
+// only the given members, each once (decodeObject).
+func (s *server) objectBody(w http.ResponseWriter, r *http.Request, fields map[string]bool, limit int64) (map[string]json.RawMessage, []byte, error) {
+	if _, err := queryParams(r); err != nil {
+		return nil, nil, err
+	}
+	if err := checkJSONContentType(r); err != nil {
+		return nil, nil, err
+	}
+	body, err := s.readBodyUpTo(w, r, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := decodeObject(body, fields, "the request body")
+	return raw, body, err
+}
+
 // readBody reads the whole request body, bounded by the server's limit.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return s.readBodyUpTo(w, r, s.maxBody)

@@ -98,17 +98,7 @@ func visibleASCII(s string, n int) bool {
 // decodeWorkerBody reads a worker call's body strictly: one object with
 // only the given members (spelled exactly), typed into dst.
 func (s *server) decodeWorkerBody(w http.ResponseWriter, r *http.Request, fields map[string]bool, limit int64, dst any) (map[string]json.RawMessage, error) {
-	if _, err := queryParams(r); err != nil {
-		return nil, err
-	}
-	if err := checkJSONContentType(r); err != nil {
-		return nil, err
-	}
-	body, err := s.readBodyUpTo(w, r, limit)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := decodeObject(body, fields, "the request body")
+	raw, body, err := s.objectBody(w, r, fields, limit)
 	if err != nil {
 		return nil, err
 	}
