@@ -4,8 +4,6 @@ package faultcheck
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +32,7 @@ const ScenarioDependencies = "dependencies"
 // keys: a replay). After the drain it reads every task of the tenant with
 // its dependencies and history (checkDependencies).
 type dependencies struct {
-	pg      *pgCluster
+	pgStops
 	tenant  string
 	members []*client.Client // one per node
 
@@ -54,29 +52,16 @@ func (d *dependencies) Setup(ctx context.Context, r *rig) error {
 	nodes := 1
 	if dsn.IsPostgres(r.opts.DB) {
 		nodes = 3
-		if pg, _ := findPGCluster(r.opts.DB); pg != nil {
-			pg.clock = r.opts.Clock
-			d.pg = pg
-			r.note("every fourth fault stops PostgreSQL for 1-3 s")
-		}
+		d.findPG(r)
 	}
 	for range nodes {
 		if err := r.addNode(nodeConfig{}); err != nil {
 			return err
 		}
 	}
-	var suffix [3]byte
-	_, _ = rand.Read(suffix[:])
-	d.tenant = "fc-deps-" + hex.EncodeToString(suffix[:])
-	key, err := r.admin(ctx, "keys", "create", "--db", r.opts.DB, "--tenant", d.tenant, "--principal", "faultcheck",
-		"--default-tenant-limit", "0")
-	if err != nil {
-		return err
-	}
-	for _, n := range r.nodes {
-		d.members = append(d.members, client.New("http://"+n.Addr, strings.TrimSpace(key)))
-	}
-	return nil
+	var err error
+	d.tenant, d.members, err = r.ownTenant(ctx, "fc-deps-", "")
+	return err
 }
 
 // submit sends one batch through the next node until it is answered (a
@@ -167,91 +152,17 @@ func (d *dependencies) Inject(ctx context.Context, r *rig, rng *mrand.Rand) erro
 	loadRng := mrand.New(mrand.NewPCG(rng.Uint64(), rng.Uint64()))
 	loaded := make(chan error, 1)
 	go func() { loaded <- d.load(ctx, r, loadRng) }()
-	faults := func() error {
-		for n := 1; ; n++ {
-			if r.sleepBetween(ctx, rng, time.Second, 4*time.Second) != nil {
-				return nil
-			}
-			if d.pg != nil && n%4 == 0 {
-				r.hist.Fault(FaultPGStop)
-				if err := d.pg.Stop(context.Background()); err != nil {
-					return err
-				}
-				_ = r.sleepBetween(context.Background(), rng, time.Second, 3*time.Second)
-				if err := d.pg.Start(context.Background()); err != nil {
-					return err
-				}
-				r.hist.Fault(FaultPGStart)
-				continue
-			}
-			node := r.nodes[rng.IntN(len(r.nodes))]
-			r.hist.Fault(FaultKill + " " + node.Name)
-			if err := node.Kill(); err != nil {
-				return err
-			}
-			_ = r.sleepBetween(context.Background(), rng, 0, time.Second)
-			if err := node.Start(context.Background()); err != nil {
-				return err
-			}
-			r.hist.Fault(FaultStart + " " + node.Name)
-		}
-	}
-	err := faults()
+	err := r.killsAndStops(ctx, rng, d.pg)
 	return errors.Join(err, <-loaded)
-}
-
-// Heal starts PostgreSQL if it is down.
-func (d *dependencies) Heal(r *rig) error {
-	if d.pg == nil || d.pg.accepts(context.Background()) {
-		return nil
-	}
-	if err := d.pg.Start(context.Background()); err != nil {
-		return err
-	}
-	r.hist.Fault(FaultPGStart)
-	return nil
-}
-
-// Close leaves PostgreSQL running.
-func (d *dependencies) Close(*rig) {
-	if d.pg != nil && !d.pg.accepts(context.Background()) {
-		_ = d.pg.Start(context.Background())
-	}
 }
 
 // collectDependencies waits (up to the drain timeout) until every task of
 // the tenant is terminal, then reads each with its dependencies and
 // history.
 func (d *dependencies) collectDependencies(ctx context.Context, r *rig, st store.Store) (*DependencyView, error) {
-	give := r.opts.Clock.Now().Add(r.opts.DrainTimeout)
-	var tasks []*dockettype.Task
-	for {
-		tasks = tasks[:0]
-		after, live := "", 0
-		for {
-			lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			page, err := st.ListTasks(lctx, &store.ListTasksParams{Tenant: d.tenant, Limit: 500, After: after})
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("list the graphs' tasks: %w", err)
-			}
-			for _, t := range page {
-				if !t.State.Terminal() {
-					live++
-				}
-			}
-			tasks = append(tasks, page...)
-			if len(page) < 500 {
-				break
-			}
-			after = page[len(page)-1].ID
-		}
-		if live == 0 || r.opts.Clock.Now().After(give) {
-			break
-		}
-		if err := sleep(ctx, r.opts.Clock, 250*time.Millisecond); err != nil {
-			return nil, err
-		}
+	tasks, _, err := r.endedTasks(ctx, st, d.tenant, r.opts.Clock.Now().Add(r.opts.DrainTimeout), 250*time.Millisecond)
+	if err != nil {
+		return nil, err
 	}
 	v := &DependencyView{Tasks: map[string]*DependencyTask{}}
 	d.mu.Lock()

@@ -4,13 +4,10 @@ package faultcheck
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/docket-dev/docket/client"
@@ -65,18 +62,9 @@ func (f *flow) Setup(ctx context.Context, r *rig) error {
 			return err
 		}
 	}
-	var suffix [3]byte
-	_, _ = rand.Read(suffix[:])
-	f.tenant = "fc-flow-" + hex.EncodeToString(suffix[:])
-	key, err := r.admin(ctx, "keys", "create", "--db", r.opts.DB, "--tenant", f.tenant, "--principal", "faultcheck",
-		"--role", "admin", "--default-tenant-limit", "0")
-	if err != nil {
-		return err
-	}
-	for _, n := range r.nodes {
-		f.clients = append(f.clients, client.New("http://"+n.Addr, strings.TrimSpace(key)))
-	}
-	return nil
+	var err error
+	f.tenant, f.clients, err = r.ownTenant(ctx, "fc-flow-", "admin")
+	return err
 }
 
 // call makes a call through the next node when one does not answer (it
@@ -137,21 +125,7 @@ func (f *flow) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {
 			return fmt.Errorf("submit the flow tasks: %w", err)
 		}
 	}
-	for {
-		if r.sleepBetween(ctx, rng, time.Second, 4*time.Second) != nil {
-			return nil
-		}
-		node := r.nodes[rng.IntN(len(r.nodes))]
-		r.hist.Fault(FaultKill + " " + node.Name)
-		if err := node.Kill(); err != nil {
-			return err
-		}
-		_ = r.sleepBetween(context.Background(), rng, 0, time.Second)
-		if err := node.Start(context.Background()); err != nil {
-			return err
-		}
-		r.hist.Fault(FaultStart + " " + node.Name)
-	}
+	return r.killsAndStops(ctx, rng, nil)
 }
 
 // Heal: the rig starts stopped nodes.
@@ -167,39 +141,12 @@ func (f *flow) collectFlow(ctx context.Context, r *rig, st store.Store) (*FlowVi
 	if len(f.keys) == 0 {
 		return nil, errors.New("the flow tasks were not submitted")
 	}
-	give := r.opts.Clock.Now().Add(2 * time.Minute)
-	var tasks []*dockettype.Task
-	for {
-		tasks = tasks[:0]
-		after, live := "", 0
-		for {
-			lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			page, err := st.ListTasks(lctx, &store.ListTasksParams{Tenant: f.tenant, Limit: 500, After: after})
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("list the flow tasks: %w", err)
-			}
-			for _, t := range page {
-				tasks = append(tasks, t)
-				if !t.State.Terminal() {
-					live++
-				}
-			}
-			if len(page) < 500 {
-				break
-			}
-			after = page[len(page)-1].ID
-		}
-		if live == 0 {
-			break
-		}
-		if r.opts.Clock.Now().After(give) {
-			r.note(fmt.Sprintf("%d flow tasks had not ended 2 minutes after the drain", live))
-			break
-		}
-		if err := sleep(ctx, r.opts.Clock, 500*time.Millisecond); err != nil {
-			return nil, err
-		}
+	tasks, live, err := r.endedTasks(ctx, st, f.tenant, r.opts.Clock.Now().Add(2*time.Minute), 500*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	if live > 0 {
+		r.note(fmt.Sprintf("%d flow tasks had not ended 2 minutes after the drain", live))
 	}
 	v := &FlowView{RatePerSecond: flowRate, Burst: flowBurst, ConcurrencyPerKey: flowPerKey, Submitted: len(f.keys)}
 	for _, t := range tasks {

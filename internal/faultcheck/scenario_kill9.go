@@ -5,7 +5,6 @@ package faultcheck
 import (
 	"context"
 	mrand "math/rand/v2"
-	"time"
 )
 
 // ScenarioKill9 kills the server with SIGKILL at random moments.
@@ -25,19 +24,5 @@ func (kill9) Needs(string) string { return "" }
 func (kill9) Setup(_ context.Context, r *rig) error { return r.addNode(nodeConfig{}) }
 
 func (kill9) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {
-	for {
-		if r.sleepBetween(ctx, rng, time.Second, 4*time.Second) != nil {
-			return nil
-		}
-		n := r.nodes[rng.IntN(len(r.nodes))]
-		r.hist.Fault(FaultKill + " " + n.Name)
-		if err := n.Kill(); err != nil {
-			return err
-		}
-		_ = r.sleepBetween(context.Background(), rng, 0, time.Second)
-		if err := n.Start(context.Background()); err != nil {
-			return err
-		}
-		r.hist.Fault(FaultStart + " " + n.Name)
-	}
+	return r.killsAndStops(ctx, rng, nil)
 }

@@ -19,7 +19,7 @@ const ScenarioPGRestart = "pg-restart"
 // It needs a local cluster it may stop: root, Debian's pg_ctlcluster, and
 // the cluster on the URL's port.
 type pgRestart struct {
-	pg *pgCluster
+	pgStops
 }
 
 func newPGRestart() Scenario { return &pgRestart{} }
@@ -49,34 +49,8 @@ func (s *pgRestart) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {
 		if r.sleepBetween(ctx, rng, 2*time.Second, 5*time.Second) != nil {
 			return nil
 		}
-		r.hist.Fault(FaultPGStop)
-		if err := s.pg.Stop(context.Background()); err != nil {
+		if err := r.stopPG(rng, s.pg); err != nil {
 			return err
 		}
-		_ = r.sleepBetween(context.Background(), rng, time.Second, 3*time.Second)
-		if err := s.pg.Start(context.Background()); err != nil {
-			return err
-		}
-		r.hist.Fault(FaultPGStart)
-	}
-}
-
-// Heal starts PostgreSQL if it is down; it runs even when the run was
-// interrupted, so PostgreSQL is never left stopped.
-func (s *pgRestart) Heal(r *rig) error {
-	if s.pg == nil || s.pg.accepts(context.Background()) {
-		return nil
-	}
-	if err := s.pg.Start(context.Background()); err != nil {
-		return err
-	}
-	r.hist.Fault(FaultPGStart)
-	return nil
-}
-
-// Close leaves PostgreSQL running, whatever happened before.
-func (s *pgRestart) Close(*rig) {
-	if s.pg != nil && !s.pg.accepts(context.Background()) {
-		_ = s.pg.Start(context.Background())
 	}
 }

@@ -4,8 +4,6 @@ package faultcheck
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -31,7 +29,7 @@ const ScenarioSchedules = "schedules"
 // schedules and reads their tasks: exactly one per fire time
 // (checkSchedules).
 type schedules struct {
-	pg     *pgCluster
+	pgStops
 	tenant string
 	admins []*client.Client     // one per node
 	first  map[string]time.Time // schedule → its first fire time
@@ -53,29 +51,16 @@ func (s *schedules) Setup(ctx context.Context, r *rig) error {
 	nodes := 1
 	if dsn.IsPostgres(r.opts.DB) {
 		nodes = 3
-		if pg, _ := findPGCluster(r.opts.DB); pg != nil {
-			pg.clock = r.opts.Clock
-			s.pg = pg
-			r.note("every fourth fault stops PostgreSQL for 1-3 s")
-		}
+		s.findPG(r)
 	}
 	for range nodes {
 		if err := r.addNode(nodeConfig{}); err != nil {
 			return err
 		}
 	}
-	var suffix [3]byte
-	_, _ = rand.Read(suffix[:])
-	s.tenant = "fc-schedules-" + hex.EncodeToString(suffix[:])
-	key, err := r.admin(ctx, "keys", "create", "--db", r.opts.DB, "--tenant", s.tenant, "--principal", "faultcheck",
-		"--role", "admin", "--default-tenant-limit", "0")
-	if err != nil {
-		return err
-	}
-	for _, n := range r.nodes {
-		s.admins = append(s.admins, client.New("http://"+n.Addr, strings.TrimSpace(key)))
-	}
-	return nil
+	var err error
+	s.tenant, s.admins, err = r.ownTenant(ctx, "fc-schedules-", "admin")
+	return err
 }
 
 // scheduleJSON is the part of a schedule the scenario reads.
@@ -121,52 +106,7 @@ func (s *schedules) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {
 		}
 		s.first[sc.name] = out.NextFireTimes[0]
 	}
-	for n := 1; ; n++ {
-		if r.sleepBetween(ctx, rng, time.Second, 4*time.Second) != nil {
-			return nil
-		}
-		if s.pg != nil && n%4 == 0 {
-			r.hist.Fault(FaultPGStop)
-			if err := s.pg.Stop(context.Background()); err != nil {
-				return err
-			}
-			_ = r.sleepBetween(context.Background(), rng, time.Second, 3*time.Second)
-			if err := s.pg.Start(context.Background()); err != nil {
-				return err
-			}
-			r.hist.Fault(FaultPGStart)
-			continue
-		}
-		node := r.nodes[rng.IntN(len(r.nodes))]
-		r.hist.Fault(FaultKill + " " + node.Name)
-		if err := node.Kill(); err != nil {
-			return err
-		}
-		_ = r.sleepBetween(context.Background(), rng, 0, time.Second)
-		if err := node.Start(context.Background()); err != nil {
-			return err
-		}
-		r.hist.Fault(FaultStart + " " + node.Name)
-	}
-}
-
-// Heal starts PostgreSQL if it is down.
-func (s *schedules) Heal(r *rig) error {
-	if s.pg == nil || s.pg.accepts(context.Background()) {
-		return nil
-	}
-	if err := s.pg.Start(context.Background()); err != nil {
-		return err
-	}
-	r.hist.Fault(FaultPGStart)
-	return nil
-}
-
-// Close leaves PostgreSQL running.
-func (s *schedules) Close(*rig) {
-	if s.pg != nil && !s.pg.accepts(context.Background()) {
-		_ = s.pg.Start(context.Background())
-	}
+	return r.killsAndStops(ctx, rng, s.pg)
 }
 
 // collectSchedules pauses the schedules, once every node is up and the
@@ -205,29 +145,20 @@ func (s *schedules) collectSchedules(ctx context.Context, r *rig, st store.Store
 		return nil, err
 	}
 	fires := map[string]map[time.Time][]string{}
-	after := ""
-	for {
-		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		page, err := st.ListTasks(lctx, &store.ListTasksParams{Tenant: s.tenant, Limit: 500, After: after})
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("list the schedules' tasks: %w", err)
+	tasks, err := tenantTasks(ctx, st, s.tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list the schedules' tasks: %w", err)
+	}
+	for _, t := range tasks {
+		name := strings.TrimPrefix(t.Author, "schedule:")
+		if fires[name] == nil {
+			fires[name] = map[time.Time][]string{}
 		}
-		for _, t := range page {
-			name := strings.TrimPrefix(t.Author, "schedule:")
-			if fires[name] == nil {
-				fires[name] = map[time.Time][]string{}
-			}
-			var at time.Time
-			if t.RunAt != nil {
-				at = t.RunAt.UTC()
-			}
-			fires[name][at] = append(fires[name][at], t.ID)
+		var at time.Time
+		if t.RunAt != nil {
+			at = t.RunAt.UTC()
 		}
-		if len(page) < 500 {
-			break
-		}
-		after = page[len(page)-1].ID
+		fires[name][at] = append(fires[name][at], t.ID)
 	}
 	var nodes []string
 	for _, n := range r.nodes {

@@ -2,50 +2,34 @@
 // paused or active, with Pause and Resume; the last runs of the one chosen,
 // with their tasks' states.
 
-import { api, APIError } from "./api.js";
-import { $, el, flash, say, show } from "./dom.js";
+import { api } from "./api.js";
+import { $, el, say, show } from "./dom.js";
 import { fmtNumber, fmtTime, shortId, stateBadge } from "./format.js";
-import { every, latestOnly, navigation } from "./refresh.js";
-import { showing, taskHref } from "./router.js";
+import { taskHref } from "./router.js";
+import { adminList, fillTable } from "./admin_list.js";
 
-const EVERY_MS = 5000;
 const NEXT_SHOWN = 3; // next fire times per row
 
-const loads = latestOnly();
 let chosen = null; // the schedule whose runs are shown
 
-export const schedules = {
+const list = adminList({
   name: "schedules",
-  path: ["schedules"],
-  admin: true,
-  wire() {},
-  async open() {
-    const nav = navigation();
-    await load();
-    every(nav, EVERY_MS, load);
-  },
-};
-
-async function load() {
-  const latest = loads();
-  let list, one = null;
-  try {
-    list = (await api("GET", "/v1/admin/schedules")).data.schedules;
+  label: "Schedules",
+  async fetch() {
+    const list = (await api("GET", "/v1/admin/schedules")).data.schedules;
+    let one = null;
     if (chosen && list.some((s) => s.name === chosen)) {
       one = (await api("GET", "/v1/admin/schedules/" + encodeURIComponent(chosen))).data;
     }
-  } catch (e) {
-    if (e instanceof APIError && latest()) flash("Schedules: " + e.describe());
-    return;
-  }
-  if (!showing("schedules") || !latest()) return;
-  flash("");
-  $("schedules-table").tBodies[0].replaceChildren(...list.map(row));
-  show($("schedules-table"), list.length > 0);
-  show($("schedules-empty"), list.length === 0);
-  renderRuns(one);
-  $("schedules-updated").textContent = "updated " + fmtTime(new Date().toISOString());
-}
+    return { list, one };
+  },
+  render({ list, one }) {
+    fillTable("schedules", list.map(row));
+    renderRuns(one);
+  },
+});
+const load = list.load;
+export const schedules = list.view;
 
 function row(s) {
   const next = (s.next_fire_times || []).slice(0, NEXT_SHOWN);

@@ -1,44 +1,17 @@
 // Workers (admin key): the remote workers any node saw in the last day,
 // most recently seen first. Nodes write what they saw every 2 s.
 
-import { api, APIError } from "./api.js";
-import { $, el, flash, show } from "./dom.js";
+import { api } from "./api.js";
+import { el } from "./dom.js";
 import { ago, fmtNumber, fmtTime } from "./format.js";
-import { every, latestOnly, navigation } from "./refresh.js";
-import { showing } from "./router.js";
+import { adminList, fillTable } from "./admin_list.js";
 
-const EVERY_MS = 5000;
-
-const loads = latestOnly();
-
-export const workers = {
+export const workers = adminList({
   name: "workers",
-  path: ["workers"],
-  admin: true,
-  wire() {},
-  async open() {
-    const nav = navigation();
-    await load();
-    every(nav, EVERY_MS, load);
-  },
-};
-
-async function load() {
-  const latest = loads();
-  let list;
-  try {
-    list = (await api("GET", "/v1/admin/workers")).data.workers;
-  } catch (e) {
-    if (e instanceof APIError && latest()) flash("Workers: " + e.describe());
-    return;
-  }
-  if (!showing("workers") || !latest()) return;
-  flash("");
-  $("workers-table").tBodies[0].replaceChildren(...list.map(row));
-  show($("workers-table"), list.length > 0);
-  show($("workers-empty"), list.length === 0);
-  $("workers-updated").textContent = "updated " + fmtTime(new Date().toISOString());
-}
+  label: "Workers",
+  fetch: async () => (await api("GET", "/v1/admin/workers")).data.workers,
+  render: (list) => fillTable("workers", list.map(row)),
+}).view;
 
 function row(w) {
   return el("tr", { data: { worker: w.id, key: w.key_id, connected: String(!!w.connected) } },

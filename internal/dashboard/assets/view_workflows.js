@@ -3,45 +3,22 @@
 // a form to register a remote one and a Remove button for each, both
 // showing the API's answer.
 
-import { api, APIError } from "./api.js";
-import { $, el, flash, say, show } from "./dom.js";
-import { fmtDuration, fmtTime } from "./format.js";
-import { every, latestOnly, navigation } from "./refresh.js";
-import { showing } from "./router.js";
+import { api } from "./api.js";
+import { $, el, say } from "./dom.js";
+import { fmtDuration } from "./format.js";
+import { adminList, fillTable } from "./admin_list.js";
 
-const EVERY_MS = 5000;
-
-const loads = latestOnly();
-
-export const workflows = {
+const list = adminList({
   name: "workflows",
-  path: ["workflows"],
-  admin: true,
+  label: "Workflows",
+  fetch: async () => (await api("GET", "/v1/admin/workflows")).data.workflows,
+  render: (list) => fillTable("workflows", list.map(row)),
   wire() {
     $("workflow-form").addEventListener("submit", register);
   },
-  async open() {
-    const nav = navigation();
-    await load();
-    every(nav, EVERY_MS, load);
-  },
-};
-
-async function load() {
-  const latest = loads();
-  let list;
-  try {
-    list = (await api("GET", "/v1/admin/workflows")).data.workflows;
-  } catch (e) {
-    if (e instanceof APIError && latest()) flash("Workflows: " + e.describe());
-    return;
-  }
-  if (!showing("workflows") || !latest()) return;
-  flash("");
-  $("workflows-table").tBodies[0].replaceChildren(...list.map(row));
-  show($("workflows-empty"), list.length === 0);
-  $("workflows-updated").textContent = "updated " + fmtTime(new Date().toISOString());
-}
+});
+const load = list.load;
+export const workflows = list.view;
 
 // timeout and attempts are a workflow's defaults; 0 is the server's.
 function timeout(ms) {
