@@ -15,9 +15,9 @@ type DependencyView struct {
 type DependencyTask struct {
 	Task   *dockettype.Task
 	Events []dockettype.Event
-	// Run: submitted with on_dependency_failure "run" (as the scenario
-	// recorded from the answers; a task whose answer was never read
-	// counts as "fail").
+	// Run: submitted with on_dependency_failure "run" (read from the
+	// task's input, which marks it, so that a batch whose answer was lost
+	// counts as sent).
 	Run bool
 }
 

@@ -37,12 +37,11 @@ type dependencies struct {
 	members []*client.Client // one per node
 
 	mu     sync.Mutex
-	runs   map[string]bool // task ID → submitted with on_dependency_failure "run"
 	joins  []string        // the joins admitted so far
 	graphs int
 }
 
-func newDependencies() Scenario { return &dependencies{runs: map[string]bool{}} }
+func newDependencies() Scenario { return &dependencies{} }
 
 func (*dependencies) Name() string { return ScenarioDependencies }
 
@@ -98,7 +97,9 @@ func (d *dependencies) graph(n int, rng *mrand.Rand) []*client.SubmitParams {
 	if rng.IntN(3) == 0 {
 		second = task("b", "demo.fail", map[string]any{"code": "boom", "retryable": false})
 	}
-	anyway := task("anyway", "demo.echo", map[string]int{"graph": n}, key("a"), key("b"))
+	// The input marks it, so that the check reads its policy from the
+	// database even where the batch's answer was lost.
+	anyway := task("anyway", "demo.echo", map[string]any{"graph": n, "anyway": true}, key("a"), key("b"))
 	anyway.OnDependencyFailure = "run"
 	return []*client.SubmitParams{
 		task("a", "demo.sleep", map[string]int{"ms": 20 + rng.IntN(400)}),
@@ -133,9 +134,6 @@ func (d *dependencies) load(ctx context.Context, r *rig, rng *mrand.Rand) error 
 			if it.Task == nil {
 				continue
 			}
-			if batch[i].OnDependencyFailure == "run" {
-				d.runs[it.Task.ID] = true
-			}
 			if strings.HasSuffix(batch[i].IdempotencyKey, "-join") {
 				d.joins = append(d.joins, it.Task.ID)
 			}
@@ -167,22 +165,37 @@ func (d *dependencies) collectDependencies(ctx context.Context, r *rig, st store
 	v := &DependencyView{Tasks: map[string]*DependencyTask{}}
 	d.mu.Lock()
 	v.Graphs = d.graphs
-	runs := d.runs
 	d.mu.Unlock()
 	for _, t := range tasks {
-		p := &store.GetTaskParams{Tenant: d.tenant, TaskID: t.ID}
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		full, err := st.GetTask(rctx, p)
-		if err == nil {
-			var evs []dockettype.Event
-			if evs, err = st.ListEvents(rctx, p); err == nil {
-				v.Tasks[t.ID] = &DependencyTask{Task: full, Events: evs, Run: runs[t.ID]}
-			}
-		}
-		cancel()
+		dt, err := readDependencyTask(ctx, st, &store.GetTaskParams{Tenant: d.tenant, TaskID: t.ID})
 		if err != nil {
 			return nil, fmt.Errorf("read task %s: %w", t.ID, err)
 		}
+		v.Tasks[t.ID] = dt
 	}
 	return v, nil
+}
+
+// readDependencyTask reads a task with its history, and from its input
+// whether it was submitted to run anyway (the graph's "anyway" task).
+func readDependencyTask(ctx context.Context, st store.Store, p *store.GetTaskParams) (*DependencyTask, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	full, err := st.GetTask(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := st.ListEvents(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	input, err := st.GetInput(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	var marks struct {
+		Anyway bool `json:"anyway"`
+	}
+	_ = json.Unmarshal(input, &marks) // other inputs are not objects of this shape
+	return &DependencyTask{Task: full, Events: evs, Run: marks.Anyway}, nil
 }
