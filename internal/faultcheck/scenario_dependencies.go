@@ -37,7 +37,7 @@ type dependencies struct {
 	members []*client.Client // one per node
 
 	mu     sync.Mutex
-	joins  []string        // the joins admitted so far
+	joins  []string // the joins admitted so far
 	graphs int
 }
 

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,10 +32,9 @@ func migrate(ctx context.Context, b *Backend, schema string, allowForeign bool) 
 	if err != nil {
 		return err
 	}
-	var refusal error
-	var failed *migration.Migration
+	var out migration.Outcome
 	err = b.write(ctx, "migrate", func(tx pgx.Tx) error {
-		refusal, failed = nil, nil // the transaction may run again
+		out = migration.Outcome{} // the transaction may run again
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrationLockClass, schema); err != nil {
 			return err
 		}
@@ -53,74 +51,60 @@ func migrate(ctx context.Context, b *Backend, schema string, allowForeign bool) 
 				}
 			}
 		}
-		// The relations of the schema Docket installs in (the search
-		// path's first): tables, views, foreign tables.
-		rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_class c
-			WHERE c.relnamespace = to_regnamespace(quote_ident(current_schema()))
-				AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
-			ORDER BY c.relname`)
-		if err != nil {
-			return err
-		}
-		tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
 		var current string
 		if err := tx.QueryRow(ctx, "SELECT coalesce(current_schema(), '')").Scan(&current); err != nil {
 			return err
 		}
-		if slices.Contains(tables, migration.LegacyTable) {
-			refusal = migration.ErrLegacySchema
-			return refusal
-		}
-		if !slices.Contains(tables, migration.Table) {
-			where := fmt.Sprintf("schema %q", current)
-			if refusal = migration.CheckForeign(where, tables, allowForeign); refusal != nil {
-				return refusal
-			}
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migration.Table+` (
-			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return err
-		}
-		rows, err = tx.Query(ctx, "SELECT version FROM "+migration.Table)
-		if err != nil {
-			return err
-		}
-		applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
-		if err != nil {
-			return err
-		}
-		pending, err := migration.Pending(all, applied)
-		if err != nil {
-			refusal = err
-			return err
-		}
-		for _, m := range pending {
+		var err error
+		out, err = migration.Run(all, fmt.Sprintf("schema %q", current), allowForeign, migration.Steps{
+			// The relations of the schema Docket installs in (the search
+			// path's first): tables, views, foreign tables.
+			Tables: func() ([]string, error) {
+				rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_class c
+					WHERE c.relnamespace = to_regnamespace(quote_ident(current_schema()))
+						AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+					ORDER BY c.relname`)
+				if err != nil {
+					return nil, err
+				}
+				return pgx.CollectRows(rows, pgx.RowTo[string])
+			},
+			CreateTable: func() error {
+				_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migration.Table+` (
+					version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+				return err
+			},
+			Applied: func() ([]int, error) {
+				rows, err := tx.Query(ctx, "SELECT version FROM "+migration.Table)
+				if err != nil {
+					return nil, err
+				}
+				return pgx.CollectRows(rows, pgx.RowTo[int])
+			},
 			// Simple protocol: a migration is several statements.
-			if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
-				failed = &m
+			Exec: func(m migration.Migration) error {
+				_, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol)
 				return err
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO "+migration.Table+" (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+			},
+			Record: func(m migration.Migration) error {
+				_, err := tx.Exec(ctx, "INSERT INTO "+migration.Table+" (version, name) VALUES ($1, $2)", m.Version, m.Name)
 				return err
-			}
-		}
-		return nil
+			},
+		})
+		return err
 	})
 	switch {
 	case err == nil:
 		return nil
-	case refusal != nil:
-		return fmt.Errorf("postgres: migrate: %w", refusal)
-	case failed != nil:
+	case out.Refusal != nil:
+		return fmt.Errorf("postgres: migrate: %w", out.Refusal)
+	case out.Failed != nil:
 		var de *store.DatabaseError
 		code := ""
 		if errors.As(err, &de) {
 			code = de.Code
 		}
-		return fmt.Errorf("postgres: %w: %w", migration.Failed(*failed, store.BackendPostgres, code), err)
+		return fmt.Errorf("postgres: %w: %w", migration.Failed(*out.Failed, store.BackendPostgres, code), err)
 	}
 	return fmt.Errorf("postgres: %w", err) // err names the operation: "migrate: …"
 }

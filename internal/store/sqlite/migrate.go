@@ -23,79 +23,52 @@ func migrate(ctx context.Context, s *Backend, allowForeign bool) error {
 	if err != nil {
 		return err
 	}
-	var refusal error               // a refusal of the database as found
-	var failed *migration.Migration // the migration that failed, if one did
+	var out migration.Outcome
 	err = s.write(ctx, "migrate", func(tx *wtx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name")
-		if err != nil {
-			return err
-		}
-		var tables []string
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				rows.Close()
+		var err error
+		out, err = migration.Run(all, "the database", allowForeign, migration.Steps{
+			Tables: func() ([]string, error) {
+				return queryList[string](ctx, tx,
+					"SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name")
+			},
+			CreateTable: func() error {
+				_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+migration.Table+` (
+					version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (datetime('now')))`)
 				return err
-			}
-			tables = append(tables, name)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		has := func(name string) bool {
-			for _, t := range tables {
-				if t == name {
-					return true
-				}
-			}
-			return false
-		}
-		if has(migration.LegacyTable) {
-			refusal = migration.ErrLegacySchema
-			return refusal
-		}
-		if !has(migration.Table) {
-			if refusal = migration.CheckForeign("the database", tables, allowForeign); refusal != nil {
-				return refusal
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+migration.Table+` (
-			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (datetime('now')))`); err != nil {
-			return err
-		}
-		rows, err = tx.QueryContext(ctx, "SELECT version FROM "+migration.Table)
-		if err != nil {
-			return err
-		}
-		var applied []int
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
+			},
+			Applied: func() ([]int, error) {
+				return queryList[int](ctx, tx, "SELECT version FROM "+migration.Table)
+			},
+			Exec: func(m migration.Migration) error {
+				_, err := tx.Tx.ExecContext(ctx, m.SQL)
 				return err
-			}
-			applied = append(applied, v)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		pending, err := migration.Pending(all, applied)
-		if err != nil {
-			refusal = err
-			return err
-		}
-		for _, m := range pending {
-			if _, err := tx.Tx.ExecContext(ctx, m.SQL); err != nil {
-				failed = &m
+			},
+			Record: func(m migration.Migration) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO "+migration.Table+" (version, name) VALUES (?, ?)", m.Version, m.Name)
 				return err
-			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO "+migration.Table+" (version, name) VALUES (?, ?)", m.Version, m.Name); err != nil {
-				return err
-			}
-		}
-		return nil
+			},
+		})
+		return err
 	})
-	return migrateError(err, refusal, failed)
+	return migrateError(err, out.Refusal, out.Failed)
+}
+
+// queryList reads one column of a query's rows.
+func queryList[T any](ctx context.Context, tx *wtx, query string) ([]T, error) {
+	rows, err := tx.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Close()
 }
 
 // migrateError is what a failed migration tells the operator: the refusal
