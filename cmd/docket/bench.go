@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -27,7 +28,7 @@ import (
 
 // Flags of one kind of bench only.
 var (
-	storeBenchFlags  = []string{"mode", "duration", "clients", "tenants", "workers", "nodes", "capacity", "batch", "backlog", "sqlite-synchronous", "remote-workers", "slots"}
+	storeBenchFlags  = []string{"cpuprofile", "mode", "duration", "clients", "tenants", "workers", "nodes", "capacity", "batch", "backlog", "sqlite-synchronous", "remote-workers", "slots"}
 	remoteBenchFlags = []string{"concurrency", "workflow", "input", "pool", "key"}
 )
 
@@ -58,10 +59,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	wf := fs.String("workflow", "demo.echo", "--url: workflow to run")
 	input := fs.String("input", `{"bench":true}`, "--url: task input JSON")
 	pool := fs.String("pool", "", "--url: pool override")
+	cpuProfile := fs.String("cpuprofile", "", "in-process bench: write a CPU profile of the run to this file (go tool pprof)")
 	// --db and --url choose the kind of bench, so they come from the command
 	// line only: DOCKET_DB (the server's database) must never be benched by
 	// accident. DOCKET_MODE is serve's demo/pilot.
-	_, given, err := parseArgs(fs, args, "db", "url", "mode")
+	_, given, err := parseArgs(fs, args, "db", "url", "mode", "cpuprofile")
 	if err != nil {
 		return err
 	}
@@ -123,6 +125,13 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	res, err := bench.Run(ctx, st, opts)
 	if err != nil {
 		return err
@@ -232,4 +241,21 @@ func formatStates[S ~string](states map[S]int) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// startCPUProfile profiles the process's CPU into path until the returned
+// stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
