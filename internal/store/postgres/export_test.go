@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/docket-dev/docket/internal/store/engine"
+import (
+	"context"
+
+	"github.com/docket-dev/docket/internal/store/engine"
+)
 
 // The statements the scale test explains, as the store runs them.
 const (
@@ -17,3 +21,10 @@ const (
 	LockLiveSQL = lockLiveSQL
 	EndSQL      = endSQL
 )
+
+// Setting reads a run-time setting on a connection of b's pool.
+func Setting(t interface{ Context() context.Context }, b *Backend, name string) (string, error) {
+	var v string
+	err := b.pool.QueryRow(t.Context(), "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +60,33 @@ func TestBackend(t *testing.T) {
 		}
 		return b
 	})
+}
+
+// Docket's connections run without JIT (its statements are short; JIT
+// compiling claims took 0.3–0.7 s each), unless the URL asks for it.
+func TestConnectionsRunWithoutJIT(t *testing.T) {
+	url := databaseURL(t)
+	schema := freshSchema(t, url)
+	for _, c := range []struct{ url, want string }{{url, "off"}, {withParam(url, "jit", "on"), "on"}} {
+		b, err := postgres.OpenBackend(t.Context(), c.url, postgres.Options{Schema: schema})
+		if err != nil {
+			t.Fatalf("OpenBackend: %v", err)
+		}
+		got, err := postgres.Setting(t, b, "jit")
+		b.Close()
+		if err != nil || got != c.want {
+			t.Errorf("jit = %q, %v; want %q", got, err, c.want)
+		}
+	}
+}
+
+// withParam adds a query parameter to a database URL.
+func withParam(url, name, value string) string {
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + name + "=" + value
 }
 
 // The schema itself refuses to change a task's input (R3), even for a
