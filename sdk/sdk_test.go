@@ -36,7 +36,7 @@ const leaseTTL = 2 * time.Second
 type server struct {
 	url, key string
 	cmd      *exec.Cmd
-	stderr   *strings.Builder
+	stderr   *lockedWriter
 }
 
 var keyRE = regexp.MustCompile(`dk_[a-z0-9]+`)
@@ -61,8 +61,8 @@ func startServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{url: "http://" + addr, cmd: cmd, stderr: &strings.Builder{}}
-	cmd.Stderr = &lockedWriter{w: s.stderr}
+	s := &server{url: "http://" + addr, cmd: cmd, stderr: &lockedWriter{w: &strings.Builder{}}}
+	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func startServer(t *testing.T) *server {
 	select {
 	case <-ready:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the server did not start; stderr:\n%s", s.stderr)
+		t.Fatalf("the server did not start; stderr:\n%s", s.stderr.String())
 	}
 	return s
 }
@@ -99,6 +99,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// String is what was written so far (the server may still be writing).
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 // need finds an interpreter, or skips (fails under DOCKET_REQUIRE_SDKS).

@@ -223,7 +223,9 @@ class HeartbeatTest(WorkerTestCase):
         w = self.worker()
         w.handle("t.wait", wait)
         w.start()
-        self.assertEqual(reasons.get(timeout=WAIT), (True, "lease_lost"))
+        # The handler itself gives up after WAIT: wait longer than it, so a
+        # slow machine fails on the assertion, not on an empty queue.
+        self.assertEqual(reasons.get(timeout=2 * WAIT), (True, "lease_lost"))
         w.stop()
         self.assertTrue(w.join(WAIT))
         self.assertEqual(self.fake.finish_items_for(tid), [])
@@ -245,7 +247,10 @@ class CancellationTest(WorkerTestCase):
         w = self.worker()
         w.handle("t.wait", wait)
         w.start()
-        task = got.get(timeout=WAIT)
+        # The handler returns after WAIT at the latest: wait longer than it,
+        # so that a slow machine fails on the caller's assertions (was the
+        # task cancelled, and why), not on an empty queue.
+        task = got.get(timeout=2 * WAIT)
         self.assertTrue(returned.wait(WAIT))
         w.stop()
         self.assertTrue(w.join(WAIT))
