@@ -24,6 +24,7 @@ type Metrics struct {
 	WorkerErrors        *prometheus.CounterVec   // workflow, code
 	Claims              *prometheus.CounterVec   // pool
 	ThrottledClaims     *prometheus.CounterVec   // pool: claims a rate limit or a pause held tasks back from
+	HandOffs            *prometheus.CounterVec   // pool: tasks a finish started on this node (concurrency keys)
 	StartLatency        *prometheus.HistogramVec // pool: admission → first start
 	SchedulerTicks      *prometheus.CounterVec   // scheduler
 	SchedulerErrors     *prometheus.CounterVec   // scheduler
@@ -84,6 +85,7 @@ func New() *Metrics {
 		WorkerErrors:        counter("worker_errors_total", "Unexpected (unclassified) workflow errors, by workflow and code.", "workflow", "code"),
 		Claims:              counter("claims_total", "Tasks claimed by this node, by pool.", "pool"),
 		ThrottledClaims:     counter("throttled_claims_total", "Claims of this node that a rate limit or a pause held ready tasks back from, by pool.", "pool"),
+		HandOffs:            counter("key_handoffs_total", "Tasks a finish on this node started at once in the concurrency-key slot it freed (included in claims_total), by pool.", "pool"),
 		StartLatency:        histogram("task_start_latency_seconds", "Time from admission to first start, by pool.", prometheus.ExponentialBuckets(0.001, 2, 18), "pool"),
 		SchedulerTicks:      counter("scheduler_ticks_total", "Completed scheduler ticks, by scheduler.", "scheduler"),
 		SchedulerErrors:     counter("scheduler_errors_total", "Scheduler ticks that failed, by scheduler.", "scheduler"),

@@ -42,6 +42,9 @@ type completer struct {
 	waiters *waiters
 	metrics *metrics.Metrics
 	spans   spans
+	// slots, when set, is the pool whose free workers a finish may start
+	// the next tasks of the concurrency keys it frees in (store.HandOff).
+	slots handOffSlots
 	// draining fires when the service begins to stop: from then on the
 	// pools start nothing, so a completer waiting to retry may take in
 	// every outcome handed over (there are at most as many as workers)
@@ -67,8 +70,17 @@ type completer struct {
 	spanning sync.WaitGroup // writing the finish spans of written batches
 }
 
+// handOffSlots are the worker slots a completer's finishes may start
+// tasks in: the pool's (see pool.reserve).
+type handOffSlots interface {
+	reserve(n int) int
+	handOff(reserved int, now time.Time) *store.HandOff
+	handedOver(reserved int, started []*store.ClaimedTask, at time.Time)
+}
+
 type finishRequest struct {
 	item     store.FinishItem
+	keyed    bool // the task has a concurrency key
 	workflow string
 	traceID  string
 	tenant   string
@@ -304,10 +316,27 @@ func (c *completer) write(ctx context.Context, items []*finishRequest) error {
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.queryTimeout)
 	defer cancel()
 	params := &store.FinishParams{Now: c.clock.Now(), Items: make([]store.FinishItem, len(items))}
+	frees := 0 // outcomes that may free a key's slot
 	for i, r := range items {
 		params.Items[i] = r.item
+		if r.keyed && r.item.Kind != store.FinishRetry && r.item.Kind != store.FinishRelease {
+			frees++
+		}
+	}
+	reserved := 0
+	if frees > 0 && c.slots != nil {
+		if reserved = c.slots.reserve(frees); reserved > 0 {
+			params.HandOff = c.slots.handOff(reserved, params.Now)
+		}
 	}
 	res, err := c.store.Finish(qctx, params)
+	if reserved > 0 {
+		var started []*store.ClaimedTask
+		if err == nil {
+			started = params.HandOff.Started
+		}
+		c.slots.handedOver(reserved, started, params.Now)
+	}
 	if err != nil {
 		return err
 	}

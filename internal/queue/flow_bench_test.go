@@ -217,7 +217,36 @@ func BenchmarkFlowConcurrencyKeys(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(most), "max-running-per-key")
+				if keyed {
+					run, gap := keyTimeline(readFlowEvents(b, url, schema))
+					b.ReportMetric(run, "ms-start-to-end-p50")
+					b.ReportMetric(gap, "ms-end-to-next-start-p50")
+				}
 			}
 		})
 	}
+}
+
+// keyTimeline splits a keyed drain's time: the median from a task's start
+// to its end (the run and the finish's write), and from a task's end to
+// the next start of its key (the release, the wake-up and the claim).
+func keyTimeline(events []flowEvent) (run, gap float64) {
+	started := map[string]time.Time{}
+	lastEnd := map[string]time.Time{}
+	var runs, gaps []float64
+	for _, e := range events {
+		if e.start {
+			started[e.task] = e.at
+			if end, ok := lastEnd[e.key]; ok {
+				gaps = append(gaps, float64(e.at.Sub(end).Microseconds())/1000)
+			}
+			continue
+		}
+		if s, ok := started[e.task]; ok {
+			runs = append(runs, float64(e.at.Sub(s).Microseconds())/1000)
+			delete(started, e.task)
+			lastEnd[e.key] = e.at
+		}
+	}
+	return median(runs), median(gaps)
 }

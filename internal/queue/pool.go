@@ -40,8 +40,15 @@ type pool struct {
 	freedC chan struct{} // buffered(1): a worker slot was freed
 
 	mu      sync.Mutex
-	running int
+	running int // includes reserved
 	tasks   sync.WaitGroup
+	// reserved are worker slots held for a completer's hand-off (see
+	// reserve); the pool takes none while its last claim found work it
+	// could not take (drained false) or once it stops.
+	reserved int
+	drained  bool
+	stopping bool
+	settled  *sync.Cond // on mu: reserved went down
 
 	// taskCtx parents every task context; cancelled when the grace period
 	// after Stop ends.
@@ -65,7 +72,7 @@ type poolConfig struct {
 
 func newPool(base baseService, name dockettype.Pool, st claimer, w *worker, m *metrics.Metrics, wake *wakeup,
 	cfg poolConfig, sig *testSignals) *pool {
-	return &pool{
+	p := &pool{
 		baseService: base,
 		name:        name,
 		store:       st,
@@ -78,6 +85,8 @@ func newPool(base baseService, name dockettype.Pool, st claimer, w *worker, m *m
 		abandon:     &sig.abandon,
 		freedC:      make(chan struct{}, 1),
 	}
+	p.settled = sync.NewCond(&p.mu)
+	return p
 }
 
 func (p *pool) Start(ctx context.Context) error {
@@ -87,6 +96,9 @@ func (p *pool) Start(ctx context.Context) error {
 	// Task contexts outlive the claim loop's context during the grace
 	// period, so they do not derive from ctx's cancellation.
 	p.taskCtx, p.taskCancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	p.mu.Lock()
+	p.stopping, p.drained = false, false
+	p.mu.Unlock()
 	return p.loop.Start(ctx, p.run)
 }
 
@@ -98,7 +110,15 @@ func (p *pool) Stop() {
 	if !p.loop.Running() {
 		return
 	}
-	p.loop.Stop() // no task starts after this
+	p.loop.Stop() // no claim starts a task after this
+	// Nor a hand-off, once those under way have started theirs (a
+	// completer holds a reservation for one store call).
+	p.mu.Lock()
+	p.stopping = true
+	for p.reserved > 0 {
+		p.settled.Wait()
+	}
+	p.mu.Unlock()
 	defer p.taskCancel(errShutdown)
 	if p.free() == p.cfg.Workers {
 		return
@@ -178,6 +198,9 @@ func (p *pool) run(ctx context.Context) {
 		for _, c := range claimed {
 			p.startTask(c, claimedAt)
 		}
+		p.mu.Lock()
+		p.drained = len(claimed) < limit && retryAt.IsZero()
+		p.mu.Unlock()
 		if len(claimed) == limit {
 			continue // there may be more ready work
 		}
@@ -240,6 +263,60 @@ func (p *pool) startTask(c *store.ClaimedTask, claimedAt time.Time) {
 	p.mu.Lock()
 	p.running++
 	p.mu.Unlock()
+	p.launch(c, claimedAt)
+}
+
+// reserve holds up to n free worker slots for a completer's hand-off
+// (store.HandOff) and returns how many it holds. It holds none while the
+// pool's last claim found more ready work than it took: then the tasks a
+// finish frees go through the claims, which share workers fairly between
+// tenants, rather than straight to this node's workers.
+func (p *pool) reserve(n int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopping || !p.drained || !p.loop.Running() {
+		return 0
+	}
+	k := max(min(n, p.cfg.Workers-p.running), 0)
+	p.running += k
+	p.reserved += k
+	return k
+}
+
+// handOff returns what a finish needs to start tasks for this node in
+// the reserved slots.
+func (p *pool) handOff(reserved int, now time.Time) *store.HandOff {
+	return &store.HandOff{Queue: store.PoolQueue(p.name), Owner: p.cfg.NodeID, Expires: now.Add(p.cfg.LeaseTTL), Limit: reserved}
+}
+
+// handedOver runs the tasks a finish started in reserved slots (at its
+// now) and frees the slots it did not fill.
+func (p *pool) handedOver(reserved int, started []*store.ClaimedTask, at time.Time) {
+	p.mu.Lock()
+	p.reserved -= reserved
+	p.running -= reserved - len(started)
+	p.settled.Broadcast()
+	p.mu.Unlock()
+	if len(started) > 0 {
+		p.metrics.Claims.WithLabelValues(string(p.name)).Add(float64(len(started)))
+		p.metrics.HandOffs.WithLabelValues(string(p.name)).Add(float64(len(started)))
+	}
+	for _, c := range started {
+		if c.Task.Attempt == 1 {
+			p.metrics.StartLatency.WithLabelValues(string(p.name)).Observe(at.Sub(c.Task.CreatedAt).Seconds())
+		}
+		p.launch(c, at)
+	}
+	if reserved > len(started) {
+		select {
+		case p.freedC <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// launch runs a task whose worker slot is counted in running.
+func (p *pool) launch(c *store.ClaimedTask, claimedAt time.Time) {
 	p.tasks.Add(1)
 	run := p.worker.start(p.taskCtx, c, claimedAt)
 	go func() {

@@ -238,6 +238,9 @@ func (s *Service) build() (*running, error) {
 			ShutdownGrace: cfg.ShutdownGrace, ShutdownAbandon: cfg.ShutdownAbandon,
 		}, s.signals)
 		r.pools[p].spans = s.spans
+		if pc.Workers > 0 {
+			c.slots = r.pools[p]
+		}
 	}
 	one := store.ForkOptions{MaxConns: 1}
 	f, err := fork("recovery", one)

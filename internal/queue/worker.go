@@ -89,7 +89,7 @@ func (w *worker) work(runCtx context.Context, cancel context.CancelCauseFunc, c 
 	result, err := w.invoke(spanCtx, c)
 
 	req := &finishRequest{item: store.FinishItem{Lease: lease}, workflow: task.Workflow, traceID: task.TraceID, tenant: task.Tenant,
-		attempt: task.Attempt}
+		attempt: task.Attempt, keyed: task.ConcurrencyKey != ""}
 	switch {
 	case err != nil && runCtx.Err() != nil:
 		if !errors.Is(context.Cause(runCtx), errShutdown) {

@@ -373,6 +373,24 @@ const (
 type FinishParams struct {
 	Now   time.Time
 	Items []FinishItem
+	// HandOff, when set, lets the finish start on the finishing node the
+	// tasks its outcomes give concurrency-key slots to.
+	HandOff *HandOff
+}
+
+// HandOff is the room a finishing node has to start, in the same
+// transaction, the next tasks of the concurrency keys its outcomes free
+// (docs/flow-control.md, "Hand-off"): up to Limit ready tasks of Queue,
+// leased to Owner until Expires, and only while no pause or rate limit is
+// in force. The others become ready for any claim, as without a hand-off.
+type HandOff struct {
+	Queue   Queue
+	Owner   string
+	Expires time.Time
+	Limit   int
+	// Started is set by Finish: the tasks it started (running, leased to
+	// Owner), with their input, as a claim returns them.
+	Started []*ClaimedTask
 }
 
 // FinishItem is the outcome of one attempt, fenced by its lease.

@@ -78,6 +78,9 @@ type changes struct {
 	keys map[KeyRef]int
 	// readyQueues are the queues this transaction made work ready in.
 	readyQueues []store.Queue
+	// handOff, in a finish, is the finishing node's room to start the
+	// tasks that freed key slots go to (flushKeys).
+	handOff *store.HandOff
 }
 
 type counterKey struct{ scope, key string }

@@ -67,6 +67,10 @@ func finish(tx Tx, p *store.FinishParams) ([]store.FinishResult, error) {
 		}
 	}
 	c := newChanges()
+	if h := p.HandOff; h != nil && h.Limit > 0 {
+		h.Started = nil
+		c.handOff = h
+	}
 	applied := map[string]dockettype.State{}
 	if len(ends) > 0 {
 		moved, err := tx.End(ends, p.Now)

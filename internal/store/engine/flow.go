@@ -117,8 +117,12 @@ type flowSteps interface {
 	// ReleaseKeys applies the deltas (sorted; N <= 0) and gives each key's
 	// free slots to its waiting tasks, highest priority then oldest first:
 	// they become queued (delayed until their run_at if it is still ahead)
-	// and are returned (Ready: not delayed).
-	ReleaseKeys(deltas []KeyDelta, now time.Time) ([]Moved, error)
+	// and are returned (Ready: not delayed). With start set, up to
+	// start.Limit of them that are ready in start.Queue are started
+	// instead, as Start does, in the same statement that reads whether a
+	// pause or a rate limit is in force (then it starts none); those are
+	// returned in started, not in moved.
+	ReleaseKeys(deltas []KeyDelta, now time.Time, start *store.HandOff) (moved []Moved, started []*store.ClaimedTask, err error)
 	// WorkflowKeys returns the keys of a workflow that have waiting tasks.
 	WorkflowKeys(workflow string) ([]KeyRef, error)
 }
@@ -400,7 +404,7 @@ func (c *changes) flushKeys(tx Tx, now time.Time) error {
 	}
 	clear(c.keys)
 	slices.SortFunc(deltas, func(a, b KeyDelta) int { return compareKeys(a.KeyRef, b.KeyRef) })
-	promoted, err := tx.ReleaseKeys(deltas, now)
+	promoted, started, err := tx.ReleaseKeys(deltas, now, c.handOff)
 	if err != nil {
 		return err
 	}
@@ -408,6 +412,14 @@ func (c *changes) flushKeys(tx Tx, now time.Time) error {
 		if m.Ready {
 			c.ready(m.Queue, m.Tenant, 1)
 		}
+	}
+	if len(started) > 0 {
+		// Started by the finish on its own node (store.HandOff): they
+		// were never ready, so no ready count changes.
+		for _, ct := range started {
+			c.event(ct.Task.ID, dockettype.StateQueued, dockettype.StateRunning, ct.Task.LeaseEpoch, "")
+		}
+		c.handOff.Started = append(c.handOff.Started, dispatchOrder(started)...)
 	}
 	return nil
 }

@@ -128,88 +128,144 @@ func (t *txn) AddKeySlots(deltas []engine.KeyDelta) error {
 // trips whatever the number of keys. The keys' rows are locked first, in
 // the engine's order: admissions and releases of one key take turns, so
 // its count is exact. A waiting task locked by another transaction (a
-// cancel or a timeout, which end it) is skipped.
-func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time) ([]engine.Moved, error) {
+// cancel or a timeout, which end it) is skipped. Each key's row is written
+// once, with the slots freed and those given at once, sent with the
+// transaction's next statements.
+func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
 	refs := make([]engine.KeyRef, len(deltas))
 	ns := make([]int32, len(deltas))
 	for i, d := range deltas {
 		refs[i], ns[i] = d.KeyRef, int32(d.N)
 	}
 	tenants, workflows, keys := keyArrays(refs)
-	rows, err := t.query(`WITH u AS (
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS u (tenant, workflow, key, n)
-		), locked AS (
-			SELECT c.tenant, c.workflow, c.key FROM concurrency_keys c
-			JOIN u ON c.tenant = u.tenant AND c.workflow = u.workflow AND c.key = u.key
-			ORDER BY c.tenant, c.workflow, c.key
-			FOR UPDATE OF c
-		)
-		UPDATE concurrency_keys c SET active = GREATEST(c.active + u.n, 0)
-		FROM u, locked l
-		WHERE c.tenant = l.tenant AND c.workflow = l.workflow AND c.key = l.key
-			AND u.tenant = l.tenant AND u.workflow = l.workflow AND u.key = l.key
-		RETURNING c.tenant, c.workflow, c.key,
-			GREATEST(coalesce((SELECT f.concurrency_per_key FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = c.workflow), 1)
-				- c.active, 0)`, tenants, workflows, keys, ns)
+	// One primary-key lookup per key, in the order given (OFFSET 0 keeps
+	// it one): a join of the keys with the table, whose row count the
+	// planner cannot know, was planned as a nested loop comparing every
+	// key with every row.
+	rows, err := t.query(`SELECT l.tenant, l.workflow, l.key, l.active, u.n,
+			coalesce((SELECT f.concurrency_per_key FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = l.workflow), 1)
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS u (tenant, workflow, key, n)
+		CROSS JOIN LATERAL (
+			SELECT c.tenant, c.workflow, c.key, c.active FROM concurrency_keys c
+			WHERE c.tenant = u.tenant AND c.workflow = u.workflow AND c.key = u.key
+			FOR UPDATE OFFSET 0) l`, tenants, workflows, keys, ns)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var free []engine.KeyRef
+	var locked, free []engine.KeyRef
+	active := map[engine.KeyRef]int{} // after the release
 	var room []int32
 	var r engine.KeyRef
-	var n int32
-	if _, err := pgx.ForEachRow(rows, []any{&r.Tenant, &r.Workflow, &r.Key, &n}, func() error {
-		if n > 0 {
-			free, room = append(free, r), append(room, n)
+	var was, n, limit int
+	if _, err := pgx.ForEachRow(rows, []any{&r.Tenant, &r.Workflow, &r.Key, &was, &n, &limit}, func() error {
+		left := max(was+n, 0)
+		locked, active[r] = append(locked, r), left
+		if limit > left {
+			free, room = append(free, r), append(room, int32(limit-left))
 		}
 		return nil
-	}); err != nil || len(free) == 0 {
-		return nil, err
+	}); err != nil {
+		return nil, nil, err
 	}
-	tenants, workflows, keys = keyArrays(free)
-	rows, err = t.query(`WITH r AS (
+	var out []engine.Moved
+	var started []*store.ClaimedTask
+	if len(free) > 0 {
+		if out, started, err = t.promoteWaiting(free, room, now, start); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, m := range out {
+		active[engine.KeyRef{Tenant: m.Tenant, Workflow: m.Workflow, Key: m.Key}]++
+	}
+	for _, c := range started {
+		active[engine.KeyRef{Tenant: c.Task.Tenant, Workflow: c.Task.Workflow, Key: c.Task.ConcurrencyKey}]++
+	}
+	set := make([]engine.KeyDelta, len(locked))
+	for i, k := range locked {
+		set[i] = engine.KeyDelta{KeyRef: k, N: active[k]}
+	}
+	t.setKeySlots(set)
+	return out, started, nil
+}
+
+// promoteWaiting gives each key's room to its first waiting tasks, and
+// starts up to start.Limit of those ready in start.Queue when start is set
+// and no pause or rate limit is in force (read in the same statement, as
+// Take reads them after its own).
+func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
+	tenants, workflows, keys := keyArrays(free)
+	h := store.HandOff{Queue: "-"} // no queue is named "-": nothing starts
+	if start != nil {
+		h = *start
+	}
+	rows, err := t.query(`WITH r AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS r (tenant, workflow, key, room)
 		), next AS (
-			SELECT w.id FROM r CROSS JOIN LATERAL (
-				SELECT q.id FROM task_queue q
+			SELECT w.id, w.queue, w.priority, tk.run_at FROM r CROSS JOIN LATERAL (
+				SELECT q.id, q.queue, q.priority FROM task_queue q
 				WHERE q.tenant = r.tenant AND q.workflow = r.workflow AND q.concurrency_key = r.key AND NOT q.key_slot
 					AND q.state = 'queued'
 				ORDER BY q.priority DESC, q.id
 				LIMIT r.room
 				FOR UPDATE SKIP LOCKED) w
+			CROSS JOIN LATERAL (SELECT tk.run_at FROM tasks tk WHERE tk.id = w.id OFFSET 0) tk
+		), go AS (
+			SELECT n.id FROM next n
+			WHERE n.queue = $6 AND (n.run_at IS NULL OR n.run_at <= $5)
+				AND NOT EXISTS (SELECT 1 FROM flow_rules WHERE paused OR rate_per_second IS NOT NULL)
+			ORDER BY n.priority DESC, n.id
+			LIMIT $7
 		)
-		UPDATE task_queue q SET key_slot = true, run_after = CASE WHEN t.run_at > $5 THEN t.run_at END
-		FROM tasks t
-		WHERE q.id IN (SELECT id FROM next) AND t.id = q.id
-		RETURNING q.id, q.tenant, q.queue, q.run_after IS NULL, q.workflow, q.concurrency_key`,
-		tenants, workflows, keys, room, ts(now))
+		UPDATE task_queue q SET key_slot = true,
+			run_after = CASE WHEN n.run_at > $5 THEN n.run_at END,
+			state = CASE WHEN g.id IS NULL THEN q.state ELSE 'running' END,
+			attempt = q.attempt + CASE WHEN g.id IS NULL THEN 0 ELSE 1 END,
+			lease_epoch = q.lease_epoch + CASE WHEN g.id IS NULL THEN 0 ELSE 1 END,
+			lease_owner = CASE WHEN g.id IS NULL THEN q.lease_owner ELSE $8 END,
+			lease_expires_at = CASE WHEN g.id IS NULL THEN q.lease_expires_at ELSE $9 END,
+			started_at = CASE WHEN g.id IS NULL THEN q.started_at ELSE coalesce(q.started_at, $5) END
+		FROM next n LEFT JOIN go g ON g.id = n.id, tasks t
+		WHERE q.id = n.id AND t.id = n.id
+		RETURNING `+claimCols+`, CASE WHEN g.id IS NULL THEN NULL ELSE t.input END, q.queue, q.run_after IS NULL, g.id IS NOT NULL`,
+		tenants, workflows, keys, room, ts(now), string(h.Queue), h.Limit, h.Owner, ts(h.Expires))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []engine.Moved
-	woke := map[engine.KeyRef]int32{}
-	var m engine.Moved
-	var queue string
-	if _, err := pgx.ForEachRow(rows, []any{&m.TaskID, &m.Tenant, &queue, &m.Ready, &m.Workflow, &m.Key}, func() error {
-		m.Queue = store.Queue(queue)
-		out = append(out, m)
-		woke[engine.KeyRef{Tenant: m.Tenant, Workflow: m.Workflow, Key: m.Key}]++
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if len(woke) > 0 {
-		var add []engine.KeyDelta
-		for _, k := range free {
-			if w := woke[k]; w > 0 {
-				add = append(add, engine.KeyDelta{KeyRef: k, N: int(w)})
-			}
+	var started []*store.ClaimedTask
+	for rows.Next() {
+		c := &store.ClaimedTask{}
+		var queue string
+		var ready, run bool
+		c.Task, err = engine.ScanTask(rows, &c.Input, &queue, &ready, &run)
+		if err != nil {
+			rows.Close()
+			return nil, nil, err
 		}
-		if err := t.AddKeySlots(add); err != nil {
-			return nil, err
+		if run {
+			started = append(started, c)
+			continue
 		}
+		out = append(out, engine.Moved{TaskID: c.Task.ID, Tenant: c.Task.Tenant, Queue: store.Queue(queue), Ready: ready,
+			Workflow: c.Task.Workflow, Key: c.Task.ConcurrencyKey})
 	}
-	return out, nil
+	return out, started, rows.Err()
+}
+
+// setKeySlots sets locked keys' slots (N is the count, not a change).
+func (t *txn) setKeySlots(set []engine.KeyDelta) {
+	if len(set) == 0 {
+		return
+	}
+	refs := make([]engine.KeyRef, len(set))
+	ns := make([]int32, len(set))
+	for i, d := range set {
+		refs[i], ns[i] = d.KeyRef, int32(d.N)
+	}
+	tenants, workflows, keys := keyArrays(refs)
+	t.later(`UPDATE concurrency_keys c SET active = u.n
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS u (tenant, workflow, key, n)
+		WHERE c.tenant = u.tenant AND c.workflow = u.workflow AND c.key = u.key`, tenants, workflows, keys, ns)
 }
 
 // WorkflowKeys returns the keys of a workflow with waiting tasks.

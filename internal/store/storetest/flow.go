@@ -121,6 +121,70 @@ func (su suite) testFlow(t *testing.T) {
 		}
 	})
 
+	su.run(t, "FinishHandsTheFreedKeySlotToTheNextTask", func(t *testing.T, s store.Store) {
+		tasks := admitN(t, s, at(0), tenantA, 3, func(it *store.AdmitItem) { it.ConcurrencyKey = "k" })
+		got := claim(t, s, at(time.Second), dockettype.PoolOnline, 10)
+		if len(got) != 1 || got[0].Task.ID != tasks[0].ID {
+			t.Fatalf("claim = %v, want %s", claimedIDs(got), tasks[0].ID)
+		}
+		handOff := func(queue store.Queue) *store.HandOff {
+			return &store.HandOff{Queue: queue, Owner: "node-h", Expires: at(time.Minute), Limit: 4}
+		}
+		// Another queue's room starts nothing: the next task becomes ready.
+		h := handOff(store.PoolQueue(dockettype.PoolOffline))
+		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(2 * time.Second), Items: []store.FinishItem{succeed(got[0].Lease())}, HandOff: h}); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Started) != 0 {
+			t.Fatalf("hand-off to the offline queue started %v, want none", claimedIDs(h.Started))
+		}
+		next := claim(t, s, at(3*time.Second), dockettype.PoolOnline, 10)
+		if len(next) != 1 || next[0].Task.ID != tasks[1].ID {
+			t.Fatalf("claim after the finish = %v, want %s", claimedIDs(next), tasks[1].ID)
+		}
+		// The pool's own queue: the finish starts the key's next task,
+		// leased to the finishing node, with its event.
+		h = handOff(store.PoolQueue(dockettype.PoolOnline))
+		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(4 * time.Second), Items: []store.FinishItem{succeed(next[0].Lease())}, HandOff: h}); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Started) != 1 || h.Started[0].Task.ID != tasks[2].ID {
+			t.Fatalf("hand-off started %v, want %s", claimedIDs(h.Started), tasks[2].ID)
+		}
+		if st := h.Started[0]; st.Task.State != dockettype.StateRunning || st.Task.Attempt != 1 || len(st.Input) == 0 {
+			t.Errorf("handed task = state %s attempt %d input %q, want running, attempt 1, its input", st.Task.State, st.Task.Attempt, st.Input)
+		}
+		if got := claim(t, s, at(4*time.Second+ms), dockettype.PoolOnline, 10); len(got) != 0 {
+			t.Fatalf("claim after the hand-off = %v, want none (the key's one slot is taken)", claimedIDs(got))
+		}
+		evs := listEvents(t, s, tenantA, tasks[2].ID)
+		if last := evs[len(evs)-1]; last.To != dockettype.StateRunning || last.Epoch != h.Started[0].Task.LeaseEpoch {
+			t.Errorf("last event of the handed task = %+v, want → running at epoch %d", last, h.Started[0].Task.LeaseEpoch)
+		}
+		// Its lease is the finishing node's: its outcome is fenced by it.
+		finishOne(t, s, at(5*time.Second), succeed(h.Started[0].Lease()), true)
+
+		// With a pause in force the hand-off starts nothing; the task waits
+		// on the pause and starts after the resume.
+		more := admitN(t, s, at(6*time.Second), tenantA, 2, func(it *store.AdmitItem) { it.ConcurrencyKey = "k2" })
+		first := claim(t, s, at(7*time.Second), dockettype.PoolOnline, 10)
+		setPaused(t, s, store.FlowTarget{Scope: store.ScopeTenant, Key: tenantA}, true)
+		h = handOff(store.PoolQueue(dockettype.PoolOnline))
+		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(8 * time.Second), Items: []store.FinishItem{succeed(first[0].Lease())}, HandOff: h}); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Started) != 0 {
+			t.Fatalf("hand-off under a pause started %v, want none", claimedIDs(h.Started))
+		}
+		if w := getTask(t, s, tenantA, more[1].ID).WaitingOn; string(w) != store.WaitingOnPaused {
+			t.Errorf("the key's next task under a pause waits on %v, want paused", w)
+		}
+		setPaused(t, s, store.FlowTarget{Scope: store.ScopeTenant, Key: tenantA}, false)
+		if got := claim(t, s, at(9*time.Second), dockettype.PoolOnline, 10); len(got) != 1 || got[0].Task.ID != more[1].ID {
+			t.Fatalf("claim after the resume = %v, want %s", claimedIDs(got), more[1].ID)
+		}
+	})
+
 	su.run(t, "RaisingConcurrencyPerKeyStartsWaitingTasks", func(t *testing.T, s store.Store) {
 		tasks := admitN(t, s, at(0), tenantA, 4, func(it *store.AdmitItem) { it.ConcurrencyKey = "k" })
 		if got := claim(t, s, at(time.Second), dockettype.PoolOnline, 10); len(got) != 1 {

@@ -1,0 +1,91 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/docket-dev/docket/dockettype"
+)
+
+// keyedRun records the order a keyed workflow's tasks start in.
+type keyedRun struct {
+	mu    sync.Mutex
+	order []string
+}
+
+func (k *keyedRun) workflow(_ context.Context, inv *Invocation) (json.RawMessage, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.order = append(k.order, string(inv.Input))
+	return json.RawMessage(`{}`), nil
+}
+
+func (k *keyedRun) ran() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return fmt.Sprint(k.order)
+}
+
+func submitKeyed(h *harness, n int, key string) []*dockettype.Task {
+	reqs := make([]*SubmitRequest, n)
+	for i := range reqs {
+		reqs[i] = &SubmitRequest{IdempotencyKey: fmt.Sprint(key, "-", i), Workflow: "test.keyed",
+			Input: json.RawMessage(fmt.Sprint(i)), ConcurrencyKey: key}
+	}
+	// One at a time: their order is their admission order.
+	tasks := make([]*dockettype.Task, n)
+	for i, r := range reqs {
+		res, err := h.svc.Submit(context.Background(), alice, r)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		tasks[i] = res.Task
+	}
+	return tasks
+}
+
+// A finish that frees a key's slot starts the key's next task on this
+// node's free workers in the same transaction (store.HandOff), one at a
+// after another in admission order; the fallback poll (an hour on the fake
+// clock) never runs.
+func TestFinishStartsTheKeysNextTaskOnThisNode(t *testing.T) {
+	h := newHarness(t)
+	k := &keyedRun{}
+	h.rt.register("test.keyed", dockettype.PoolOnline, k.workflow)
+	tasks := submitKeyed(h, 4, "customer-1")
+	h.start()
+	for _, task := range tasks {
+		h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
+	}
+	if got := testutil.ToFloat64(h.svc.metrics.HandOffs.WithLabelValues(string(dockettype.PoolOnline))); got != 3 {
+		t.Errorf("hand-offs = %v, want 3 (every task after the first)", got)
+	}
+	if got := k.ran(); got != "[0 1 2 3]" {
+		t.Errorf("ran %v, want [0 1 2 3]", got)
+	}
+}
+
+// While the pool's claims find more ready work than it has workers for,
+// a freed slot goes through the claims (which share workers fairly between
+// tenants), not straight to this node's workers.
+func TestNoHandOffWhileThePoolIsSaturated(t *testing.T) {
+	h := newHarness(t, func(_ *harness, c *Config) { c.Online.Workers = 1 })
+	k := &keyedRun{}
+	h.rt.register("test.keyed", dockettype.PoolOnline, k.workflow)
+	tasks := submitKeyed(h, 3, "customer-1")
+	h.start()
+	for _, task := range tasks {
+		h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
+	}
+	if got := testutil.ToFloat64(h.svc.metrics.HandOffs.WithLabelValues(string(dockettype.PoolOnline))); got != 0 {
+		t.Errorf("hand-offs = %v, want 0 (every claim filled the pool's one worker)", got)
+	}
+	if got := k.ran(); got != "[0 1 2]" {
+		t.Errorf("ran %v, want [0 1 2]", got)
+	}
+}
