@@ -27,6 +27,8 @@ from .client import (
     Evidence,
     TaskError,
     TaskInfo,
+    TenantLimits,
+    WorkflowLimits,
 )
 from .errors import CONNECTION_ERROR, DocketError, LeaseLost, TaskCancelled, TaskFailure
 from .task import CancelReason, Task
@@ -49,7 +51,9 @@ __all__ = [
     "TaskError",
     "TaskFailure",
     "TaskInfo",
+    "TenantLimits",
     "Worker",
+    "WorkflowLimits",
     "__version__",
 ]
 

@@ -1,4 +1,5 @@
-"""A small client of the task API: submit, read, wait, cancel, history.
+"""A small client of the task API: submit, read, wait, cancel, retry,
+history; and, with an admin key, flow control (pauses and limits).
 
     client = docket.Client("http://127.0.0.1:8080", key)
     t = client.submit("images.resize", {"url": "…"}, idempotency_key="order-7")
@@ -7,6 +8,7 @@
 
 from __future__ import annotations
 
+import enum
 import time
 import urllib.parse
 import uuid
@@ -27,6 +29,8 @@ __all__ = [
     "TERMINAL_STATES",
     "TaskError",
     "TaskInfo",
+    "TenantLimits",
+    "WorkflowLimits",
 ]
 
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled", "timed_out"})
@@ -182,6 +186,78 @@ class BatchResult:
     status: int
     task: TaskInfo | None
     error: DocketError | None
+
+
+@dataclass(frozen=True)
+class TenantLimits:
+    """A tenant's limits as the admin API shows them: whether it is paused,
+    the rate limit on its starts (``None`` when it has none), its in-flight
+    limit (0: unlimited) and weight. ``raw`` is the whole JSON object."""
+
+    id: str
+    paused: bool
+    rate_per_second: int | None
+    burst: int | None
+    max_in_flight: int
+    weight: int
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> TenantLimits:
+        return cls(
+            id=str(obj.get("id", "")),
+            paused=bool(obj.get("paused")),
+            rate_per_second=_optional_int(obj.get("rate_per_second")),
+            burst=_optional_int(obj.get("burst")),
+            max_in_flight=int(obj.get("max_in_flight") or 0),
+            weight=int(obj.get("weight") or 0),
+            raw=dict(obj),
+        )
+
+
+@dataclass(frozen=True)
+class WorkflowLimits:
+    """A workflow's flow control: whether it is paused, the rate limit on
+    its starts across every tenant (``None`` when it has none), and how many
+    tasks of one concurrency key may run at once. ``raw`` is the whole JSON
+    object."""
+
+    name: str
+    paused: bool
+    rate_per_second: int | None
+    burst: int | None
+    concurrency_per_key: int
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> WorkflowLimits:
+        return cls(
+            name=str(obj.get("name", "")),
+            paused=bool(obj.get("paused")),
+            rate_per_second=_optional_int(obj.get("rate_per_second")),
+            burst=_optional_int(obj.get("burst")),
+            concurrency_per_key=int(obj.get("concurrency_per_key") or 1),
+            raw=dict(obj),
+        )
+
+
+class _Keep(enum.Enum):
+    """The default of a limit left out of a change: it stays as it is."""
+
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
+
+
+def _optional_int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) else None
+
+
+def _limits_body(**limits: int | None | _Keep) -> dict[str, int | None]:
+    """The body of a PATCH of limits: the limits given (None sends null,
+    which removes the limit), not those left out."""
+    return {name: value for name, value in limits.items() if value is not _KEEP}
 
 
 def _seconds(value: float | timedelta) -> float:
@@ -348,6 +424,21 @@ class Client:
         path = "/v1/tasks/" + urllib.parse.quote(id, safe="") + "/cancel"
         return TaskInfo.from_json(self._call("POST", path)[1])
 
+    def retry(self, id: str) -> TaskInfo:
+        """Queues a failed, timed_out or cancelled task again and returns it:
+        same ID, input and idempotency key, its attempt budget renewed. A
+        task that succeeded or is not terminal raises DocketError
+        ``not_retryable`` (409); a full pool or tenant raises ``queue_full``
+        or ``tenant_quota_exceeded`` (429, with ``retry_after``), as a
+        submission does."""
+        path = "/v1/tasks/" + urllib.parse.quote(id, safe="") + "/retry"
+        return TaskInfo.from_json(self._call("POST", path)[1])
+
+    def input(self, id: str) -> Any:
+        """The task's input exactly as admitted, decoded from JSON."""
+        path = "/v1/tasks/" + urllib.parse.quote(id, safe="") + "/input"
+        return self._call("GET", path)[1]
+
     def events(self, id: str) -> list[Event]:
         """The task's transitions, oldest first."""
         path = "/v1/tasks/" + urllib.parse.quote(id, safe="") + "/events"
@@ -357,3 +448,65 @@ class Client:
         """The evidence the task's workflow recorded."""
         path = "/v1/tasks/" + urllib.parse.quote(id, safe="") + "/evidence"
         return [Evidence.from_json(e) for e in self._call("GET", path)[1].get("evidence") or []]
+
+    # --- flow control (an admin key) -----------------------------------------
+
+    def pause(
+        self, *, pool: str | None = None, tenant: str | None = None, workflow: str | None = None
+    ) -> list[dict[str, str]]:
+        """Pauses one pool (``"online"``/``"offline"``), tenant or workflow:
+        name exactly one. Nothing new of it starts, on any node; running
+        tasks finish and submissions are still admitted (queued, with
+        ``waiting_on`` ``"paused"``). Returns everything paused, each as
+        ``{"pool": …}``, ``{"tenant": …}`` or ``{"workflow": …}``."""
+        return self._pause("/v1/admin/pause", pool, tenant, workflow)
+
+    def resume(
+        self, *, pool: str | None = None, tenant: str | None = None, workflow: str | None = None
+    ) -> list[dict[str, str]]:
+        """Resumes what ``pause`` paused (name exactly one); its waiting
+        tasks start in the usual order. Returns what is still paused."""
+        return self._pause("/v1/admin/resume", pool, tenant, workflow)
+
+    def _pause(
+        self, path: str, pool: str | None, tenant: str | None, workflow: str | None
+    ) -> list[dict[str, str]]:
+        named = {"pool": pool, "tenant": tenant, "workflow": workflow}
+        target = {scope: key for scope, key in named.items() if key is not None}
+        if len(target) != 1:
+            raise TypeError("docket: name exactly one of pool, tenant or workflow")
+        return list(self._call("POST", path, target)[1].get("paused") or [])
+
+    def set_tenant_rate_limit(
+        self,
+        tenant: str,
+        *,
+        rate_per_second: int | None | _Keep = _KEEP,
+        burst: int | None | _Keep = _KEEP,
+    ) -> TenantLimits:
+        """Limits the starts of a tenant's tasks, all nodes together: in no
+        one-second window more than ``rate_per_second + burst``. ``None``
+        removes a limit; one left out stays as it is. A missing tenant is
+        created. Returns the tenant's limits."""
+        path = "/v1/admin/tenants/" + urllib.parse.quote(tenant, safe="")
+        body = _limits_body(rate_per_second=rate_per_second, burst=burst)
+        return TenantLimits.from_json(self._call("PATCH", path, body)[1])
+
+    def set_workflow_limits(
+        self,
+        name: str,
+        *,
+        rate_per_second: int | None | _Keep = _KEEP,
+        burst: int | None | _Keep = _KEEP,
+        concurrency_per_key: int | None | _Keep = _KEEP,
+    ) -> WorkflowLimits:
+        """Sets a workflow's limits (built-in or remote): the rate limit on
+        its starts across every tenant, and how many tasks of one
+        ``concurrency_key`` run at once (default 1). ``None`` removes a
+        limit (the concurrency goes back to 1); one left out stays as it
+        is. Returns the workflow's limits."""
+        path = "/v1/admin/workflows/" + urllib.parse.quote(name, safe="")
+        body = _limits_body(
+            rate_per_second=rate_per_second, burst=burst, concurrency_per_key=concurrency_per_key
+        )
+        return WorkflowLimits.from_json(self._call("PATCH", path, body)[1])

@@ -28,6 +28,8 @@ FIELDS = {
     "/v1/worker/finish": {"items"},
     "/v1/worker/evidence": {"items"},
     "/v1/worker/release": {"leases"},
+    "/v1/admin/pause": {"pool", "tenant", "workflow"},
+    "/v1/admin/resume": {"pool", "tenant", "workflow"},
 }
 FINISH_ITEM = {"lease", "outcome", "result", "error"}
 FINISH_ERROR = {"code", "message", "retryable"}
@@ -45,6 +47,9 @@ SUBMIT = {
     "concurrency_key",
 }
 TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
+RETRYABLE = {"failed", "cancelled", "timed_out"}
+TENANT_PATCH = {"max_in_flight", "weight", "storage_quota_bytes", "rate_per_second", "burst"}
+WORKFLOW_PATCH = {"rate_per_second", "burst", "concurrency_per_key"}
 
 
 def rfc3339(t: datetime) -> str:
@@ -132,6 +137,11 @@ class FakeDocket:
         self.calls: list[Call] = []
         self.violations: list[str] = []
         self.idempotency: dict[str, tuple[str, Any]] = {}
+        # Flow control, as the admin API shows it: what is paused, each as
+        # {scope: key}, and the limits PATCHed, by "tenant:ID" or
+        # "workflow:NAME". Recorded only: claims do not honour them.
+        self.paused: list[dict[str, str]] = []
+        self.limits: dict[str, dict[str, Any]] = {}
         # Knobs.
         self.heartbeat_status: dict[str, str] = {}  # task id → status answered for its lease
         self.drop_finish_answers = 0  # commit, then close the connection without answer
@@ -457,6 +467,10 @@ class FakeDocket:
                 status, obj, _ = self._admit(key, item)
                 results.append({"status": status, "task": obj} if status < 300 else {"status": status, "error": obj["error"]})
             return 200, {"results": results}, {}
+        if method == "POST" and path in ("/v1/admin/pause", "/v1/admin/resume"):
+            return self._pause(body or {}, path.endswith("/pause"))
+        if method == "PATCH" and path.startswith("/v1/admin/"):
+            return self._patch_limits(path, body or {})
         parts = path.strip("/").split("/")
         if len(parts) >= 3 and parts[:2] == ["v1", "tasks"]:
             t = self.tasks.get(parts[2])
@@ -477,11 +491,56 @@ class FakeDocket:
                     t.epoch += 1
                     self._transition(t, "cancelled", "cancelled")
                 return 200, t.json(), {}
+            if method == "POST" and rest == ["retry"]:
+                if t.state not in RETRYABLE:
+                    return 409, err("not_retryable", f"a {t.state} task cannot be retried"), {}
+                t.attempt, t.result, t.error, t.outcome = 0, None, None, None
+                self._transition(t, "queued", "retried")
+                self.queue.append(t.id)
+                return 200, t.json(), {}
+            if method == "GET" and rest == ["input"]:
+                return 200, t.input, {}
             if method == "GET" and rest == ["events"]:
                 return 200, {"events": [{"id": i + 1, "task_id": t.id, "epoch": 0, "at": rfc3339(datetime.now(timezone.utc)), **e} for i, e in enumerate(t.events)]}, {}
             if method == "GET" and rest == ["evidence"]:
                 return 200, {"evidence": [{"id": i + 1, "task_id": t.id, "epoch": 1, "created_at": rfc3339(datetime.now(timezone.utc)), **e} for i, e in enumerate(t.evidence)]}, {}
         return 404, err("not_found", "no such route"), {}
+
+    def _pause(self, body: dict[str, Any], paused: bool) -> tuple[int, Any, dict[str, str]]:
+        if len(body) != 1 or not all(isinstance(v, str) and v for v in body.values()):
+            return 400, err("invalid_request", 'name exactly one of "pool", "tenant" or "workflow"'), {}
+        target = dict(body)
+        if paused and target not in self.paused:
+            self.paused.append(target)
+        if not paused and target in self.paused:
+            self.paused.remove(target)
+        return 200, {"paused": list(self.paused)}, {}
+
+    def _patch_limits(self, path: str, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        parts = path.strip("/").split("/")
+        if len(parts) != 4 or parts[2] not in ("tenants", "workflows"):
+            return 404, err("not_found", "no such route"), {}
+        scope = parts[2][:-1]
+        allowed = TENANT_PATCH if scope == "tenant" else WORKFLOW_PATCH
+        if set(body) - allowed:
+            self.violations.append(f"{path}: {sorted(set(body) - allowed)}")
+            return 400, err("invalid_request", "unknown fields"), {}
+        # null puts a limit back to its default (no rate limit, burst 0, one
+        # task per concurrency key).
+        defaults = {"rate_per_second": None, "burst": 0, "concurrency_per_key": 1, "max_in_flight": 0, "weight": 1}
+        rule = self.limits.setdefault(f"{scope}:{parts[3]}", dict(defaults))
+        for name, value in body.items():
+            rule[name] = defaults.get(name) if value is None else value
+        rate = rule["rate_per_second"]
+        shown = {
+            "paused": {scope: parts[3]} in self.paused,
+            "rate_per_second": rate,
+            "burst": rule["burst"] if rate is not None else None,
+        }
+        if scope == "tenant":
+            tenant = {"id": parts[3], "max_in_flight": rule["max_in_flight"], "weight": rule["weight"], "in_flight": 0}
+            return 200, {**tenant, **shown}, {}
+        return 200, {"name": parts[3], **shown, "concurrency_per_key": rule["concurrency_per_key"]}, {}
 
     def _admit(self, key: str | None, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
         if not key:
@@ -557,6 +616,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_PUT(self) -> None:
         self._serve("PUT")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
 
     def _serve(self, method: str) -> None:
         fake = self.server_fake

@@ -98,6 +98,58 @@ class ClientTest(unittest.TestCase):
             self.client.get("nope")
         self.assertEqual((cm.exception.code, cm.exception.status), ("not_found", 404))
 
+    def test_retry_and_input(self) -> None:
+        t = self.client.submit("t.echo", {"text": "héllo", "n": [1, 2.5]})
+        self.assertEqual(self.client.input(t.id), {"text": "héllo", "n": [1, 2.5]})
+        with self.assertRaises(DocketError) as cm:
+            self.client.retry(t.id)
+        self.assertEqual((cm.exception.code, cm.exception.status), ("not_retryable", 409))
+        self.client.cancel(t.id)
+        again = self.client.retry(t.id)
+        self.assertEqual((again.id, again.state), (t.id, "queued"))
+        self.assertEqual(self.client.events(t.id)[-1].code, "retried")
+        self.assertEqual(self.fake.calls_to(f"/v1/tasks/{t.id}/retry")[-1].body, None)
+        # A full pool refuses the retry as it refuses a submission.
+        self.fake.errors[f"/v1/tasks/{t.id}/retry"] = [(429, "queue_full", "2")]
+        with self.assertRaises(DocketError) as cm:
+            self.client.retry(t.id)
+        self.assertEqual((cm.exception.code, cm.exception.status, cm.exception.retry_after), ("queue_full", 429, 2.0))
+        with self.assertRaises(DocketError) as cm:
+            self.client.input("nope")
+        self.assertEqual((cm.exception.code, cm.exception.status), ("not_found", 404))
+
+    def test_pause_and_resume_name_exactly_one_target(self) -> None:
+        self.assertEqual(self.client.pause(workflow="t.echo"), [{"workflow": "t.echo"}])
+        self.assertEqual(self.client.pause(tenant="acme"), [{"workflow": "t.echo"}, {"tenant": "acme"}])
+        self.assertEqual(self.client.resume(workflow="t.echo"), [{"tenant": "acme"}])
+        self.assertEqual(self.fake.calls_to("/v1/admin/pause")[0].body, {"workflow": "t.echo"})
+        self.assertEqual(self.fake.calls_to("/v1/admin/resume")[0].body, {"workflow": "t.echo"})
+        for named in ({}, {"pool": "online", "tenant": "acme"}):
+            with self.assertRaises(TypeError):
+                self.client.pause(**named)
+        self.assertEqual(len(self.fake.calls_to("/v1/admin/pause")), 2, "a refused target is not sent")
+
+    def test_limits_send_only_the_fields_given(self) -> None:
+        got = self.client.set_tenant_rate_limit("acme", rate_per_second=20, burst=2)
+        self.assertEqual((got.id, got.paused, got.rate_per_second, got.burst), ("acme", False, 20, 2))
+        self.assertEqual(got.raw["in_flight"], 0)
+        got = self.client.set_tenant_rate_limit("acme", burst=None)
+        self.assertEqual((got.rate_per_second, got.burst), (20, 0))
+        got = self.client.set_tenant_rate_limit("acme", rate_per_second=None)
+        self.assertEqual((got.rate_per_second, got.burst), (None, None))
+        bodies = [c.body for c in self.fake.calls_to("/v1/admin/tenants/acme")]
+        self.assertEqual(bodies, [{"rate_per_second": 20, "burst": 2}, {"burst": None}, {"rate_per_second": None}])
+
+        got = self.client.set_workflow_limits("t.echo", concurrency_per_key=3)
+        self.assertEqual(
+            (got.name, got.rate_per_second, got.burst, got.concurrency_per_key), ("t.echo", None, None, 3)
+        )
+        got = self.client.set_workflow_limits("t.echo", rate_per_second=5, concurrency_per_key=None)
+        self.assertEqual((got.rate_per_second, got.burst, got.concurrency_per_key), (5, 0, 1))
+        bodies = [c.body for c in self.fake.calls_to("/v1/admin/workflows/t.echo")]
+        self.assertEqual(bodies, [{"concurrency_per_key": 3}, {"rate_per_second": 5, "concurrency_per_key": None}])
+        self.assertEqual(self.fake.violations, [])
+
     def test_wait_that_passes_returns_the_task_as_it_is(self) -> None:
         t = self.client.submit("t.echo", 1)
         t0 = time.monotonic()

@@ -29,7 +29,7 @@ import unittest
 from pathlib import Path
 from typing import Any, Callable
 
-from docket import Client, Task, TaskFailure, Worker
+from docket import Client, DocketError, Task, TaskFailure, Worker
 
 URL = os.environ.get("DOCKET_URL", "")
 ADMIN_KEY = os.environ.get("DOCKET_ADMIN_KEY", "")
@@ -72,7 +72,10 @@ class IntegrationTest(unittest.TestCase):
     def setUpClass(cls) -> None:
         cls.run_id = "".join(random.choices(string.ascii_lowercase, k=8))
         cls.admin = Client(URL, ADMIN_KEY)
-        for short in ("echo", "refuse", "flaky", "cancel", "timeout", "evidence", "drain", "killed", "join"):
+        for short in (
+            "echo", "refuse", "flaky", "cancel", "timeout", "evidence", "drain", "killed", "join",
+            "retried", "paused", "keyed", "held",
+        ):
             cls.admin.request("PUT", f"/v1/admin/workflows/{cls.wf(short)}", {"pool": "online"})
         cls.admin.request("PUT", "/v1/admin/workflows/py.hello", {"pool": "online"})
         made = cls.admin.request(
@@ -191,6 +194,128 @@ class IntegrationTest(unittest.TestCase):
             ("check", {"rule": "r2", "passed": False}),
         ])
         self.assertEqual({e.attempt for e in items}, {1})
+
+    # --- retries and inputs -------------------------------------------------
+
+    def test_retry_queues_a_failed_task_again_and_it_succeeds(self) -> None:
+        runs: list[int] = []
+
+        def fail_once(task: Task) -> Any:
+            runs.append(task.attempt)
+            if len(runs) == 1:
+                raise TaskFailure("upstream_down", "down for now", retryable=False)
+            return {"input": task.input}
+
+        self.worker("retried", fail_once)
+        tid = self.submit("retried", {"n": 7}, max_attempts=1)
+        self.assertEqual(self.finished(tid).state, "failed")
+        again = self.admin.retry(tid)
+        self.assertEqual((again.id, again.state, again.error), (tid, "queued", None))
+        t = self.finished(tid)
+        self.assertEqual((t.state, t.result), ("succeeded", {"input": {"n": 7}}))
+        self.assertEqual(len(runs), 2)
+        moves = [(e.from_state, e.to_state, e.code) for e in self.admin.events(tid)]
+        self.assertIn(("failed", "queued", "retried"), moves)
+
+    def test_retry_of_a_succeeded_task_is_not_retryable(self) -> None:
+        tid = self.admin.submit("demo.echo", {"n": 1}).id
+        self.assertEqual(self.finished(tid).state, "succeeded")
+        with self.assertRaises(DocketError) as cm:
+            self.admin.retry(tid)
+        self.assertEqual((cm.exception.code, cm.exception.status), ("not_retryable", 409))
+        self.assertEqual(self.admin.get(tid).state, "succeeded")
+
+    def test_retry_on_a_full_tenant_is_a_capacity_error(self) -> None:
+        # A tenant of its own with room for one task in flight; nothing
+        # serves the workflow, so a submitted task stays queued (in flight).
+        tenant = f"py-cap{self.run_id}"
+        self.admin.request("PATCH", f"/v1/admin/tenants/{tenant}", {"max_in_flight": 1})
+        made = self.admin.request(
+            "POST", "/v1/admin/keys", {"tenant": tenant, "principal": "py-sdk", "role": "member"}
+        )
+        member = Client(URL, made["key"])
+        self.addCleanup(member.close)
+        first = member.submit(self.wf("held"), {"n": 1})
+        self.assertEqual(member.cancel(first.id).state, "cancelled")
+        second = member.submit(self.wf("held"), {"n": 2})
+        with self.assertRaises(DocketError) as cm:
+            member.retry(first.id)
+        self.assertEqual((cm.exception.code, cm.exception.status), ("tenant_quota_exceeded", 429))
+        self.assertIsNotNone(cm.exception.retry_after)
+        self.assertEqual(member.get(first.id).state, "cancelled")
+        # With room again, the retry is admitted.
+        member.cancel(second.id)
+        self.assertEqual(member.retry(first.id).state, "queued")
+        member.cancel(first.id)
+
+    def test_input_round_trips(self) -> None:
+        value = {"text": "héllo ✓", "n": [1, 2.5, -3], "nested": {"ok": True, "none": None}}
+        tid = self.submit("held", value)
+        self.addCleanup(self.admin.cancel, tid)
+        self.assertEqual(self.admin.input(tid), value)
+        empty = self.submit("held", None)
+        self.addCleanup(self.admin.cancel, empty)
+        self.assertIsNone(self.admin.input(empty))
+        with self.assertRaises(DocketError) as cm:
+            self.admin.input("01a00000-0000-7000-8000-000000000000")
+        self.assertEqual((cm.exception.code, cm.exception.status), ("not_found", 404))
+
+    # --- flow control -------------------------------------------------------
+
+    def test_a_paused_workflow_waits_until_resumed(self) -> None:
+        name = self.wf("paused")
+        self.addCleanup(self.admin.resume, workflow=name)
+        self.assertIn({"workflow": name}, self.admin.pause(workflow=name))
+        w = self.worker("paused", lambda task: {"attempt": task.attempt})
+        tid = self.submit("paused", {})
+        # The worker's claims pass it over while it is paused.
+        t = self.admin.get(tid, wait=1.5)
+        self.assertEqual((t.state, t.waiting_on), ("queued", "paused"))
+        self.assertEqual(w.stats["claimed"], 0)
+        self.assertNotIn({"workflow": name}, self.admin.resume(workflow=name))
+        t = self.finished(tid)
+        self.assertEqual((t.state, t.result), ("succeeded", {"attempt": 1}))
+
+    def test_a_tenant_is_paused_and_rate_limited(self) -> None:
+        tenant = f"py-flow{self.run_id}"
+        got = self.admin.set_tenant_rate_limit(tenant, rate_per_second=50, burst=5)
+        self.assertEqual((got.id, got.paused, got.rate_per_second, got.burst), (tenant, False, 50, 5))
+        self.assertIn({"tenant": tenant}, self.admin.pause(tenant=tenant))
+        listed = self._tenant(tenant)
+        self.assertEqual((listed["paused"], listed["rate_per_second"], listed["burst"]), (True, 50, 5))
+        # A limit left out stays as it is.
+        self.assertEqual(self.admin.set_tenant_rate_limit(tenant, burst=0).rate_per_second, 50)
+        self.assertNotIn({"tenant": tenant}, self.admin.resume(tenant=tenant))
+        got = self.admin.set_tenant_rate_limit(tenant, rate_per_second=None)
+        self.assertEqual((got.paused, got.rate_per_second, got.burst), (False, None, None))
+        listed = self._tenant(tenant)
+        self.assertEqual((listed["paused"], listed["rate_per_second"]), (False, None))
+        with self.assertRaises(TypeError):
+            self.admin.pause(tenant=tenant, workflow=self.wf("paused"))
+
+    def _tenant(self, tenant: str) -> dict[str, Any]:
+        listed = self.admin.request("GET", "/v1/admin/tenants")["tenants"]
+        return next(t for t in listed if t["id"] == tenant)
+
+    def test_workflow_limits_raise_the_concurrency_per_key(self) -> None:
+        # Nothing serves the workflow: a task with a slot of its key is
+        # ready (waiting on nothing but a worker), a second one waits.
+        name = self.wf("keyed")
+        first = self.submit("keyed", {"n": 1}, concurrency_key="k1")
+        second = self.submit("keyed", {"n": 2}, concurrency_key="k1")
+        for tid in (first, second):
+            self.addCleanup(self.admin.cancel, tid)
+        self.assertIsNone(self.admin.get(first).waiting_on)
+        self.assertEqual(self.admin.get(second).waiting_on, "concurrency_key")
+        got = self.admin.set_workflow_limits(name, concurrency_per_key=2, rate_per_second=100, burst=10)
+        self.assertEqual(
+            (got.name, got.paused, got.rate_per_second, got.burst, got.concurrency_per_key),
+            (name, False, 100, 10, 2),
+        )
+        # The new slot went to the waiting task at once.
+        self.assertIsNone(self.admin.get(second).waiting_on)
+        got = self.admin.set_workflow_limits(name, rate_per_second=None, concurrency_per_key=None)
+        self.assertEqual((got.rate_per_second, got.burst, got.concurrency_per_key), (None, None, 1))
 
     # --- cancellation -------------------------------------------------------
 

@@ -61,9 +61,51 @@ export interface GetOptions {
     /** Aborts the wait. */
     signal?: AbortSignal;
 }
+/** What a pause or a resume names: exactly one pool, tenant or workflow. */
+export type FlowTarget = {
+    pool: Pool;
+} | {
+    tenant: string;
+} | {
+    workflow: string;
+};
+/** A change of a rate limit: a number sets it, null removes it, a field left out stays as it is. */
+export interface RateLimitOptions {
+    /** Most starts per second, all nodes together (1–1,000,000); null removes the limit. */
+    ratePerSecond?: number | null;
+    /** Extra starts a one-second window may hold (0–1,000,000); null: 0. */
+    burst?: number | null;
+}
+/** A change of a workflow's limits; a field left out stays as it is. */
+export interface WorkflowLimitsOptions extends RateLimitOptions {
+    /** Most running tasks of one concurrency key (from 1); null: back to the default, 1. */
+    concurrencyPerKey?: number | null;
+}
+/** A tenant's limits as the admin API shows them. */
+export interface TenantLimits {
+    readonly id: string;
+    readonly paused: boolean;
+    /** null when the tenant has no rate limit (then burst is null too). */
+    readonly ratePerSecond: number | null;
+    readonly burst: number | null;
+    /** The in-flight limit; 0: unlimited. */
+    readonly maxInFlight: number;
+    readonly weight: number;
+}
+/** A workflow's flow control as the admin API shows it. */
+export interface WorkflowLimits {
+    readonly name: string;
+    readonly paused: boolean;
+    /** null when the workflow has no rate limit (then burst is null too). */
+    readonly ratePerSecond: number | null;
+    readonly burst: number | null;
+    readonly concurrencyPerKey: number;
+}
 /**
- * Calls Docket's task API with one key: submit, read, wait, cancel, and
- * read a task's history and evidence. Errors reject with a DocketError.
+ * Calls Docket's task API with one key: submit, read, wait, cancel, retry,
+ * and read a task's input, history and evidence; with an admin key, pause,
+ * resume and limit what starts (flow control). Errors reject with a
+ * DocketError.
  */
 export declare class Client {
     private readonly transport;
@@ -80,9 +122,41 @@ export declare class Client {
     get(id: string, options?: GetOptions): Promise<TaskInfo>;
     /** Cancels a queued or running task; returns it (cancelled, or its earlier terminal state). */
     cancel(id: string): Promise<TaskInfo>;
+    /**
+     * Queues a failed, timed_out or cancelled task again and returns it: same
+     * ID, input and idempotency key, its attempt budget renewed. A task that
+     * succeeded or is not terminal rejects with code `not_retryable` (409); a
+     * full pool or tenant with `queue_full` or `tenant_quota_exceeded` (429,
+     * with `retryAfterMs`), as a submission does.
+     */
+    retry(id: string): Promise<TaskInfo>;
+    /** The task's input exactly as admitted (parsed JSON). */
+    input<I = unknown>(id: string): Promise<I>;
     /** The task's state transitions, oldest first. */
     events(id: string): Promise<TaskEvent[]>;
     /** The evidence the task's handlers recorded. */
     evidence(id: string): Promise<Evidence[]>;
+    /**
+     * Pauses one pool, tenant or workflow (an admin key): nothing new of it
+     * starts, on any node; running tasks finish and submissions are still
+     * admitted (queued, with `waitingOn: "paused"`). Resolves with everything
+     * paused.
+     */
+    pause(target: FlowTarget): Promise<FlowTarget[]>;
+    /** Resumes what pause paused; its waiting tasks start in the usual order. Resolves with what is still paused. */
+    resume(target: FlowTarget): Promise<FlowTarget[]>;
+    /**
+     * Limits the starts of a tenant's tasks, all nodes together (an admin
+     * key): in no one-second window more than `ratePerSecond + burst`. A
+     * missing tenant is created.
+     */
+    setTenantRateLimit(tenant: string, limits: RateLimitOptions): Promise<TenantLimits>;
+    /**
+     * Sets a workflow's limits, built-in or remote (an admin key): the rate
+     * limit on its starts across every tenant, and how many tasks of one
+     * concurrency key run at once.
+     */
+    setWorkflowLimits(name: string, limits: WorkflowLimitsOptions): Promise<WorkflowLimits>;
+    private setPaused;
     private read;
 }

@@ -5,9 +5,12 @@ import { evidenceFromWire, isTerminal, taskEventFromWire, taskInfoFromWire, } fr
 /** Longest wait one request asks the server to hold. */
 const MAX_SERVER_WAIT_MS = 60_000;
 const MAX_BATCH = 1_000;
+const FLOW_SCOPES = ["pool", "tenant", "workflow"];
 /**
- * Calls Docket's task API with one key: submit, read, wait, cancel, and
- * read a task's history and evidence. Errors reject with a DocketError.
+ * Calls Docket's task API with one key: submit, read, wait, cancel, retry,
+ * and read a task's input, history and evidence; with an admin key, pause,
+ * resume and limit what starts (flow control). Errors reject with a
+ * DocketError.
  */
 export class Client {
     transport;
@@ -78,6 +81,22 @@ export class Client {
         const res = await this.transport.request({ method: "POST", path: `${taskPath(id)}/cancel` });
         return taskInfoFromWire(res.data);
     }
+    /**
+     * Queues a failed, timed_out or cancelled task again and returns it: same
+     * ID, input and idempotency key, its attempt budget renewed. A task that
+     * succeeded or is not terminal rejects with code `not_retryable` (409); a
+     * full pool or tenant with `queue_full` or `tenant_quota_exceeded` (429,
+     * with `retryAfterMs`), as a submission does.
+     */
+    async retry(id) {
+        const res = await this.transport.request({ method: "POST", path: `${taskPath(id)}/retry` });
+        return taskInfoFromWire(res.data);
+    }
+    /** The task's input exactly as admitted (parsed JSON). */
+    async input(id) {
+        const res = await this.transport.request({ method: "GET", path: `${taskPath(id)}/input` });
+        return res.data;
+    }
     /** The task's state transitions, oldest first. */
     async events(id) {
         const res = await this.transport.request({ method: "GET", path: `${taskPath(id)}/events` });
@@ -90,6 +109,62 @@ export class Client {
             path: `${taskPath(id)}/evidence`,
         });
         return (res.data.evidence ?? []).map(evidenceFromWire);
+    }
+    /**
+     * Pauses one pool, tenant or workflow (an admin key): nothing new of it
+     * starts, on any node; running tasks finish and submissions are still
+     * admitted (queued, with `waitingOn: "paused"`). Resolves with everything
+     * paused.
+     */
+    async pause(target) {
+        return this.setPaused("/v1/admin/pause", target);
+    }
+    /** Resumes what pause paused; its waiting tasks start in the usual order. Resolves with what is still paused. */
+    async resume(target) {
+        return this.setPaused("/v1/admin/resume", target);
+    }
+    /**
+     * Limits the starts of a tenant's tasks, all nodes together (an admin
+     * key): in no one-second window more than `ratePerSecond + burst`. A
+     * missing tenant is created.
+     */
+    async setTenantRateLimit(tenant, limits) {
+        const res = await this.transport.request({
+            method: "PATCH",
+            path: `/v1/admin/tenants/${encodeURIComponent(tenant)}`,
+            body: JSON.stringify(limitsBody(limits)),
+        });
+        const w = res.data;
+        return { id: w.id, ...limitsFromWire(w), maxInFlight: w.max_in_flight, weight: w.weight };
+    }
+    /**
+     * Sets a workflow's limits, built-in or remote (an admin key): the rate
+     * limit on its starts across every tenant, and how many tasks of one
+     * concurrency key run at once.
+     */
+    async setWorkflowLimits(name, limits) {
+        const body = limitsBody(limits);
+        if (limits.concurrencyPerKey !== undefined)
+            body.concurrency_per_key = limits.concurrencyPerKey;
+        const res = await this.transport.request({
+            method: "PATCH",
+            path: `/v1/admin/workflows/${encodeURIComponent(name)}`,
+            body: JSON.stringify(body),
+        });
+        const w = res.data;
+        return { name: w.name, ...limitsFromWire(w), concurrencyPerKey: w.concurrency_per_key };
+    }
+    async setPaused(path, target) {
+        const named = Object.entries(target).filter(([, key]) => key !== undefined);
+        if (named.length !== 1 || !FLOW_SCOPES.includes(named[0][0])) {
+            throw new TypeError("docket: name exactly one of pool, tenant or workflow");
+        }
+        const res = await this.transport.request({
+            method: "POST",
+            path,
+            body: JSON.stringify(Object.fromEntries(named)),
+        });
+        return res.data.paused ?? [];
     }
     async read(id, waitMs, signal) {
         const res = await this.transport.request({
@@ -104,6 +179,18 @@ export class Client {
 }
 function taskPath(id) {
     return `/v1/tasks/${encodeURIComponent(id)}`;
+}
+/** The body of a PATCH of a rate limit: only the fields given (null removes). */
+function limitsBody(o) {
+    const body = {};
+    if (o.ratePerSecond !== undefined)
+        body.rate_per_second = o.ratePerSecond;
+    if (o.burst !== undefined)
+        body.burst = o.burst;
+    return body;
+}
+function limitsFromWire(w) {
+    return { paused: w.paused, ratePerSecond: w.rate_per_second ?? null, burst: w.burst ?? null };
 }
 /** The JSON body of one submission: only the fields given. */
 function submitBody(workflow, input, o) {

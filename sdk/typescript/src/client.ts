@@ -77,13 +77,61 @@ export interface GetOptions {
   signal?: AbortSignal;
 }
 
+/** What a pause or a resume names: exactly one pool, tenant or workflow. */
+export type FlowTarget = { pool: Pool } | { tenant: string } | { workflow: string };
+
+/** A change of a rate limit: a number sets it, null removes it, a field left out stays as it is. */
+export interface RateLimitOptions {
+  /** Most starts per second, all nodes together (1–1,000,000); null removes the limit. */
+  ratePerSecond?: number | null;
+  /** Extra starts a one-second window may hold (0–1,000,000); null: 0. */
+  burst?: number | null;
+}
+
+/** A change of a workflow's limits; a field left out stays as it is. */
+export interface WorkflowLimitsOptions extends RateLimitOptions {
+  /** Most running tasks of one concurrency key (from 1); null: back to the default, 1. */
+  concurrencyPerKey?: number | null;
+}
+
+/** A tenant's limits as the admin API shows them. */
+export interface TenantLimits {
+  readonly id: string;
+  readonly paused: boolean;
+  /** null when the tenant has no rate limit (then burst is null too). */
+  readonly ratePerSecond: number | null;
+  readonly burst: number | null;
+  /** The in-flight limit; 0: unlimited. */
+  readonly maxInFlight: number;
+  readonly weight: number;
+}
+
+/** A workflow's flow control as the admin API shows it. */
+export interface WorkflowLimits {
+  readonly name: string;
+  readonly paused: boolean;
+  /** null when the workflow has no rate limit (then burst is null too). */
+  readonly ratePerSecond: number | null;
+  readonly burst: number | null;
+  readonly concurrencyPerKey: number;
+}
+
+interface WireLimits {
+  paused: boolean;
+  rate_per_second: number | null;
+  burst: number | null;
+}
+
 /** Longest wait one request asks the server to hold. */
 const MAX_SERVER_WAIT_MS = 60_000;
 const MAX_BATCH = 1_000;
+const FLOW_SCOPES = ["pool", "tenant", "workflow"];
 
 /**
- * Calls Docket's task API with one key: submit, read, wait, cancel, and
- * read a task's history and evidence. Errors reject with a DocketError.
+ * Calls Docket's task API with one key: submit, read, wait, cancel, retry,
+ * and read a task's input, history and evidence; with an admin key, pause,
+ * resume and limit what starts (flow control). Errors reject with a
+ * DocketError.
  */
 export class Client {
   private readonly transport: HttpTransport;
@@ -155,6 +203,24 @@ export class Client {
     return taskInfoFromWire(res.data);
   }
 
+  /**
+   * Queues a failed, timed_out or cancelled task again and returns it: same
+   * ID, input and idempotency key, its attempt budget renewed. A task that
+   * succeeded or is not terminal rejects with code `not_retryable` (409); a
+   * full pool or tenant with `queue_full` or `tenant_quota_exceeded` (429,
+   * with `retryAfterMs`), as a submission does.
+   */
+  async retry(id: string): Promise<TaskInfo> {
+    const res = await this.transport.request<WireTask>({ method: "POST", path: `${taskPath(id)}/retry` });
+    return taskInfoFromWire(res.data);
+  }
+
+  /** The task's input exactly as admitted (parsed JSON). */
+  async input<I = unknown>(id: string): Promise<I> {
+    const res = await this.transport.request<I>({ method: "GET", path: `${taskPath(id)}/input` });
+    return res.data;
+  }
+
   /** The task's state transitions, oldest first. */
   async events(id: string): Promise<TaskEvent[]> {
     const res = await this.transport.request<{ events: WireEvent[] }>({ method: "GET", path: `${taskPath(id)}/events` });
@@ -168,6 +234,66 @@ export class Client {
       path: `${taskPath(id)}/evidence`,
     });
     return (res.data.evidence ?? []).map(evidenceFromWire);
+  }
+
+  /**
+   * Pauses one pool, tenant or workflow (an admin key): nothing new of it
+   * starts, on any node; running tasks finish and submissions are still
+   * admitted (queued, with `waitingOn: "paused"`). Resolves with everything
+   * paused.
+   */
+  async pause(target: FlowTarget): Promise<FlowTarget[]> {
+    return this.setPaused("/v1/admin/pause", target);
+  }
+
+  /** Resumes what pause paused; its waiting tasks start in the usual order. Resolves with what is still paused. */
+  async resume(target: FlowTarget): Promise<FlowTarget[]> {
+    return this.setPaused("/v1/admin/resume", target);
+  }
+
+  /**
+   * Limits the starts of a tenant's tasks, all nodes together (an admin
+   * key): in no one-second window more than `ratePerSecond + burst`. A
+   * missing tenant is created.
+   */
+  async setTenantRateLimit(tenant: string, limits: RateLimitOptions): Promise<TenantLimits> {
+    const res = await this.transport.request<WireLimits & { id: string; max_in_flight: number; weight: number }>({
+      method: "PATCH",
+      path: `/v1/admin/tenants/${encodeURIComponent(tenant)}`,
+      body: JSON.stringify(limitsBody(limits)),
+    });
+    const w = res.data;
+    return { id: w.id, ...limitsFromWire(w), maxInFlight: w.max_in_flight, weight: w.weight };
+  }
+
+  /**
+   * Sets a workflow's limits, built-in or remote (an admin key): the rate
+   * limit on its starts across every tenant, and how many tasks of one
+   * concurrency key run at once.
+   */
+  async setWorkflowLimits(name: string, limits: WorkflowLimitsOptions): Promise<WorkflowLimits> {
+    const body = limitsBody(limits);
+    if (limits.concurrencyPerKey !== undefined) body.concurrency_per_key = limits.concurrencyPerKey;
+    const res = await this.transport.request<WireLimits & { name: string; concurrency_per_key: number }>({
+      method: "PATCH",
+      path: `/v1/admin/workflows/${encodeURIComponent(name)}`,
+      body: JSON.stringify(body),
+    });
+    const w = res.data;
+    return { name: w.name, ...limitsFromWire(w), concurrencyPerKey: w.concurrency_per_key };
+  }
+
+  private async setPaused(path: string, target: FlowTarget): Promise<FlowTarget[]> {
+    const named = Object.entries(target).filter(([, key]) => key !== undefined);
+    if (named.length !== 1 || !FLOW_SCOPES.includes(named[0]![0])) {
+      throw new TypeError("docket: name exactly one of pool, tenant or workflow");
+    }
+    const res = await this.transport.request<{ paused: FlowTarget[] }>({
+      method: "POST",
+      path,
+      body: JSON.stringify(Object.fromEntries(named)),
+    });
+    return res.data.paused ?? [];
   }
 
   private async read(id: string, waitMs: number | undefined, signal: AbortSignal | undefined): Promise<TaskInfo> {
@@ -184,6 +310,18 @@ export class Client {
 
 function taskPath(id: string): string {
   return `/v1/tasks/${encodeURIComponent(id)}`;
+}
+
+/** The body of a PATCH of a rate limit: only the fields given (null removes). */
+function limitsBody(o: RateLimitOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (o.ratePerSecond !== undefined) body.rate_per_second = o.ratePerSecond;
+  if (o.burst !== undefined) body.burst = o.burst;
+  return body;
+}
+
+function limitsFromWire(w: WireLimits): { paused: boolean; ratePerSecond: number | null; burst: number | null } {
+  return { paused: w.paused, ratePerSecond: w.rate_per_second ?? null, burst: w.burst ?? null };
 }
 
 /** The JSON body of one submission: only the fields given. */

@@ -21,6 +21,11 @@ export type {
   SubmitBatchItem,
   SubmitBatchResult,
   GetOptions,
+  FlowTarget,
+  RateLimitOptions,
+  WorkflowLimitsOptions,
+  TenantLimits,
+  WorkflowLimits,
 } from "./client.js";
 export { DocketError } from "./docket_error.js";
 export { TaskFailure } from "./task_failure.js";

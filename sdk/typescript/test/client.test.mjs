@@ -95,3 +95,77 @@ test("get with a wait asks again after a 429 too_many_requests", async (t) => {
   assert.equal(refused, 1);
   assert.equal(got.state, "cancelled");
 });
+
+test("retry queues a terminal task again (409 not_retryable otherwise, 429 as a submission); input reads what was admitted", async (t) => {
+  const h = await setup();
+  t.after(() => h.close());
+  const task = await h.submit({ text: "héllo", n: [1, 2.5] });
+  assert.deepEqual(await h.client.input(task.id), { text: "héllo", n: [1, 2.5] });
+  await assert.rejects(h.client.retry(task.id), (err) => err instanceof DocketError && err.code === "not_retryable" && err.status === 409);
+  await h.client.cancel(task.id);
+  const again = await h.client.retry(task.id);
+  assert.deepEqual([again.id, again.state, again.error], [task.id, "queued", null]);
+  const last = (await h.client.events(task.id)).at(-1);
+  assert.deepEqual([last.from, last.to, last.code], ["cancelled", "queued", "retried"]);
+  const call = h.fake.callsTo(`/v1/tasks/${task.id}/retry`).at(-1);
+  assert.deepEqual([call.method, call.body], ["POST", undefined]);
+
+  h.fake.hooks.before = (c) =>
+    c.path.endsWith("/retry")
+      ? { status: 429, json: { error: { code: "tenant_quota_exceeded", message: "full" } }, headers: { "retry-after": "2" } }
+      : undefined;
+  await assert.rejects(h.client.retry(task.id), (err) => {
+    assert.ok(err instanceof DocketError);
+    assert.deepEqual([err.code, err.status, err.retryAfterMs, err.overloaded], ["tenant_quota_exceeded", 429, 2000, true]);
+    return true;
+  });
+  await assert.rejects(h.client.input("tsk_missing"), (err) => err.code === "not_found" && err.status === 404);
+});
+
+test("pause and resume name exactly one pool, tenant or workflow, and answer what is paused", async (t) => {
+  const h = await setup();
+  t.after(() => h.close());
+  assert.deepEqual(await h.client.pause({ workflow: "ts.test" }), [{ workflow: "ts.test" }]);
+  assert.deepEqual(await h.client.pause({ tenant: "acme" }), [{ workflow: "ts.test" }, { tenant: "acme" }]);
+  assert.deepEqual(await h.client.resume({ workflow: "ts.test" }), [{ tenant: "acme" }]);
+  assert.deepEqual(h.fake.callsTo("/v1/admin/pause").map((c) => c.body), [{ workflow: "ts.test" }, { tenant: "acme" }]);
+  assert.deepEqual(h.fake.callsTo("/v1/admin/resume")[0].body, { workflow: "ts.test" });
+  for (const bad of [{}, { pool: "online", tenant: "acme" }, { queue: "x" }]) {
+    await assert.rejects(h.client.pause(bad), TypeError);
+  }
+  assert.equal(h.fake.callsTo("/v1/admin/pause").length, 2, "a refused target is not sent");
+});
+
+test("setTenantRateLimit and setWorkflowLimits send only the fields given; null removes", async (t) => {
+  const h = await setup();
+  t.after(() => h.close());
+  assert.deepEqual(await h.client.setTenantRateLimit("acme", { ratePerSecond: 20, burst: 2 }), {
+    id: "acme",
+    paused: false,
+    ratePerSecond: 20,
+    burst: 2,
+    maxInFlight: 0,
+    weight: 1,
+  });
+  assert.equal((await h.client.setTenantRateLimit("acme", { burst: null })).burst, 0);
+  const removed = await h.client.setTenantRateLimit("acme", { ratePerSecond: null });
+  assert.deepEqual([removed.ratePerSecond, removed.burst], [null, null]);
+  assert.deepEqual(
+    h.fake.callsTo("/v1/admin/tenants/acme").map((c) => [c.method, c.body]),
+    [["PATCH", { rate_per_second: 20, burst: 2 }], ["PATCH", { burst: null }], ["PATCH", { rate_per_second: null }]],
+  );
+
+  assert.deepEqual(await h.client.setWorkflowLimits("ts.test", { concurrencyPerKey: 3 }), {
+    name: "ts.test",
+    paused: false,
+    ratePerSecond: null,
+    burst: null,
+    concurrencyPerKey: 3,
+  });
+  const w = await h.client.setWorkflowLimits("ts.test", { ratePerSecond: 5, concurrencyPerKey: null });
+  assert.deepEqual([w.ratePerSecond, w.burst, w.concurrencyPerKey], [5, 0, 1]);
+  assert.deepEqual(
+    h.fake.callsTo("/v1/admin/workflows/ts.test").map((c) => c.body),
+    [{ concurrency_per_key: 3 }, { rate_per_second: 5, concurrency_per_key: null }],
+  );
+});

@@ -11,7 +11,7 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { Client, TaskAbortedError, TaskFailure, Worker } from "../dist/index.js";
+import { Client, DocketError, TaskAbortedError, TaskFailure, Worker } from "../dist/index.js";
 
 const url = process.env.DOCKET_URL;
 const adminKey = process.env.DOCKET_ADMIN_KEY;
@@ -62,7 +62,7 @@ else describe("integration with a Docket server", () => {
   };
 
   test("setup: workflows and a worker key", async () => {
-    for (const name of ["echo", "fail", "flaky", "cancel", "timeout", "evidence", "stop", "killed", "join"]) {
+    for (const name of ["echo", "fail", "flaky", "cancel", "timeout", "evidence", "stop", "killed", "join", "retried", "paused", "keyed", "held"]) {
       const w = await admin("PUT", `/v1/admin/workflows/${wf(name)}`, { pool: "online" });
       assert.equal(w.remote, true);
     }
@@ -147,6 +147,132 @@ else describe("integration with a Docket server", () => {
     assert.deepEqual(done.result, { attempt: 2 });
     await w.stop();
     await running;
+  });
+
+  test("retry queues a failed task again, and it succeeds", { timeout: 30_000 }, async () => {
+    const runs = [];
+    const w = newWorker();
+    w.handle(wf("retried"), (task) => {
+      runs.push(task.attempt);
+      if (runs.length === 1) throw new TaskFailure("upstream_down", "down for now", { retryable: false });
+      return { input: task.input };
+    });
+    const running = run(w);
+    const { task } = await client.submit(wf("retried"), { n: 7 }, { maxAttempts: 1 });
+    assert.equal((await client.get(task.id, { waitMs: 20_000 })).state, "failed");
+    const again = await client.retry(task.id);
+    assert.deepEqual([again.id, again.state, again.error], [task.id, "queued", null]);
+    const done = await client.get(task.id, { waitMs: 20_000 });
+    assert.equal(done.state, "succeeded");
+    assert.deepEqual(done.result, { input: { n: 7 } });
+    assert.equal(runs.length, 2);
+    const events = await client.events(task.id);
+    assert.ok(events.some((e) => e.from === "failed" && e.to === "queued" && e.code === "retried"), "the history shows the retry");
+    await w.stop();
+    await running;
+  });
+
+  test("retry of a succeeded task is 409 not_retryable", { timeout: 30_000 }, async () => {
+    const { task } = await client.submit("demo.echo", { n: 1 });
+    assert.equal((await client.get(task.id, { waitMs: 20_000 })).state, "succeeded");
+    await assert.rejects(client.retry(task.id), (err) => err instanceof DocketError && err.code === "not_retryable" && err.status === 409);
+    assert.equal((await client.get(task.id)).state, "succeeded");
+  });
+
+  test("retry on a full tenant is 429 tenant_quota_exceeded, then admitted once there is room", { timeout: 30_000 }, async () => {
+    // A tenant of its own with room for one task in flight; nothing serves
+    // the workflow, so a submitted task stays queued (in flight).
+    const tenant = `ts-cap${runId}`;
+    await admin("PATCH", `/v1/admin/tenants/${tenant}`, { max_in_flight: 1 });
+    const made = await admin("POST", "/v1/admin/keys", { tenant, principal: "ts-sdk", role: "member" });
+    const member = new Client({ url, key: made.key });
+    const first = (await member.submit(wf("held"), { n: 1 })).task;
+    assert.equal((await member.cancel(first.id)).state, "cancelled");
+    const second = (await member.submit(wf("held"), { n: 2 })).task;
+    await assert.rejects(member.retry(first.id), (err) => {
+      assert.ok(err instanceof DocketError);
+      assert.deepEqual([err.code, err.status, err.overloaded], ["tenant_quota_exceeded", 429, true]);
+      assert.ok(err.retryAfterMs > 0, "with Retry-After");
+      return true;
+    });
+    assert.equal((await member.get(first.id)).state, "cancelled");
+    await member.cancel(second.id);
+    assert.equal((await member.retry(first.id)).state, "queued");
+    await member.cancel(first.id);
+  });
+
+  test("input returns the task's input as admitted", async () => {
+    const value = { text: "héllo ✓", n: [1, 2.5, -3], nested: { ok: true, none: null } };
+    const { task } = await client.submit(wf("held"), value);
+    const empty = (await client.submit(wf("held"), null)).task;
+    try {
+      assert.deepEqual(await client.input(task.id), value);
+      assert.equal(await client.input(empty.id), null);
+      await assert.rejects(client.input("01a00000-0000-7000-8000-000000000000"), (err) => err.code === "not_found" && err.status === 404);
+    } finally {
+      await client.cancel(task.id);
+      await client.cancel(empty.id);
+    }
+  });
+
+  test("a paused workflow's task waits (waitingOn paused) until resumed, then runs", { timeout: 30_000 }, async () => {
+    const name = wf("paused");
+    assert.deepEqual((await client.pause({ workflow: name })).filter((p) => p.workflow === name), [{ workflow: name }]);
+    const w = newWorker();
+    w.handle(name, (task) => ({ attempt: task.attempt }));
+    const running = run(w);
+    try {
+      const { task } = await client.submit(name, {});
+      // The worker's claims pass it over while it is paused.
+      const held = await client.get(task.id, { waitMs: 1500 });
+      assert.deepEqual([held.state, held.waitingOn], ["queued", "paused"]);
+      assert.equal(w.stats().claimed, 0);
+      assert.ok(!(await client.resume({ workflow: name })).some((p) => p.workflow === name));
+      const done = await client.get(task.id, { waitMs: 20_000 });
+      assert.equal(done.state, "succeeded");
+      assert.deepEqual(done.result, { attempt: 1 });
+    } finally {
+      await client.resume({ workflow: name });
+      await w.stop();
+      await running;
+    }
+  });
+
+  test("a tenant is paused, rate limited, resumed and its limit removed", async () => {
+    const tenant = `ts-flow${runId}`;
+    const listed = async () => (await admin("GET", "/v1/admin/tenants")).tenants.find((x) => x.id === tenant);
+    const got = await client.setTenantRateLimit(tenant, { ratePerSecond: 50, burst: 5 });
+    assert.deepEqual([got.id, got.paused, got.ratePerSecond, got.burst], [tenant, false, 50, 5]);
+    assert.ok((await client.pause({ tenant })).some((p) => p.tenant === tenant));
+    let seen = await listed();
+    assert.deepEqual([seen.paused, seen.rate_per_second, seen.burst], [true, 50, 5]);
+    // A limit left out stays as it is.
+    assert.equal((await client.setTenantRateLimit(tenant, { burst: 0 })).ratePerSecond, 50);
+    assert.ok(!(await client.resume({ tenant })).some((p) => p.tenant === tenant));
+    const removed = await client.setTenantRateLimit(tenant, { ratePerSecond: null });
+    assert.deepEqual([removed.paused, removed.ratePerSecond, removed.burst], [false, null, null]);
+    seen = await listed();
+    assert.deepEqual([seen.paused, seen.rate_per_second], [false, null]);
+  });
+
+  test("setWorkflowLimits: a higher concurrencyPerKey gives a waiting task of the key its slot", async () => {
+    // Nothing serves the workflow: a task with a slot of its key is ready
+    // (waiting on nothing but a worker), a second one waits for the slot.
+    const name = wf("keyed");
+    const first = (await client.submit(name, { n: 1 }, { concurrencyKey: "k1" })).task;
+    const second = (await client.submit(name, { n: 2 }, { concurrencyKey: "k1" })).task;
+    try {
+      assert.equal((await client.get(first.id)).waitingOn, null);
+      assert.equal((await client.get(second.id)).waitingOn, "concurrency_key");
+      const got = await client.setWorkflowLimits(name, { concurrencyPerKey: 2, ratePerSecond: 100, burst: 10 });
+      assert.deepEqual(got, { name, paused: false, ratePerSecond: 100, burst: 10, concurrencyPerKey: 2 });
+      assert.equal((await client.get(second.id)).waitingOn, null, "the new slot went to the waiting task at once");
+      const reset = await client.setWorkflowLimits(name, { ratePerSecond: null, concurrencyPerKey: null });
+      assert.deepEqual([reset.ratePerSecond, reset.burst, reset.concurrencyPerKey], [null, null, 1]);
+    } finally {
+      await client.cancel(first.id);
+      await client.cancel(second.id);
+    }
   });
 
   test("a cancel reaches the running handler's signal within about 2 s", { timeout: 30_000 }, async () => {

@@ -4,8 +4,9 @@
 // server is (unknown fields are 400 invalid_request, leases are fenced by
 // task and epoch and bound to the key that claimed), keeps each task's event
 // history, recovers expired leases, times out overdue tasks and retries
-// retryable failures after a short delay. It does not do priorities, rate
-// limits, dependencies or schedules.
+// retryable failures after a short delay, and retries a terminal task on
+// request. Pauses and limits (flow control) are recorded and answered, not
+// enforced; it does not do priorities, dependencies or schedules.
 //
 // Tests drive faults with two hooks, called for every request:
 //   fake.hooks.before = (call) => undefined | "drop" | { status, json }
@@ -22,6 +23,7 @@ import { EventEmitter } from "node:events";
 import http from "node:http";
 
 const TERMINAL = new Set(["succeeded", "failed", "cancelled", "timed_out"]);
+const RETRYABLE = new Set(["failed", "cancelled", "timed_out"]);
 const CODE = /^[a-z][a-z0-9_]{0,63}$/;
 const VISIBLE = /^[\x21-\x7e]+$/;
 const WORKFLOW_NAME = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/;
@@ -102,6 +104,8 @@ export class FakeDocket extends EventEmitter {
     this.claimWaiters = new Set();
     this.taskWaiters = new Map(); // id → Set<fn>
     this.workers = new Map();
+    this.paused = []; // [{ pool | tenant | workflow: key }]
+    this.limits = new Map(); // "tenant:ID" | "workflow:NAME" → { rate_per_second, burst, concurrency_per_key }
     this.seq = 0;
     this.eventSeq = 0;
     this.evidenceSeq = 0;
@@ -285,17 +289,20 @@ export class FakeDocket extends EventEmitter {
       if ((mm = /^\/v1\/admin\/workflows\/([^/]+)$/.exec(path)) && m === "PUT") return this.putWorkflow(decodeURIComponent(mm[1]), body);
       if (path === "/v1/admin/keys" && m === "POST") return this.postKey(body);
       if (path === "/v1/admin/workers" && m === "GET") return this.listWorkers();
+      if ((path === "/v1/admin/pause" || path === "/v1/admin/resume") && m === "POST") return this.setPaused(body, path.endsWith("/pause"));
+      if ((mm = /^\/v1\/admin\/(tenant|workflow)s\/([^/]+)$/.exec(path)) && m === "PATCH") return this.patchLimits(mm[1], decodeURIComponent(mm[2]), body);
       throw new HttpError(404, "not_found", "no such route");
     }
     if (path === "/v1/tasks" && m === "POST") return this.submitOne(req, body, p);
     if (path === "/v1/tasks/batch" && m === "POST") return this.submitBatch(body, p);
-    if ((mm = /^\/v1\/tasks\/([^/]+)(\/(cancel|events|evidence|input))?$/.exec(path))) {
+    if ((mm = /^\/v1\/tasks\/([^/]+)(\/(cancel|retry|events|evidence|input))?$/.exec(path))) {
       const id = decodeURIComponent(mm[1]);
       const t = this.tasks.get(id);
       if (!t || t.tenant !== p.tenant) throw new HttpError(404, "not_found", "no such task");
       const sub = mm[3];
       if (!sub && m === "GET") return this.getTask(t, url, res);
       if (sub === "cancel" && m === "POST") return { status: 200, json: this.cancel(t) };
+      if (sub === "retry" && m === "POST") return { status: 200, json: this.retry(t) };
       if (sub === "events" && m === "GET") return { status: 200, json: { events: t.events } };
       if (sub === "evidence" && m === "GET") return { status: 200, json: { evidence: t.evidence } };
       if (sub === "input" && m === "GET") return { status: 200, json: t.input };
@@ -317,6 +324,33 @@ export class FakeDocket extends EventEmitter {
     if (!body.tenant || !body.principal) throw invalid("tenant and principal are required");
     const p = this.makeKey(body);
     return { status: 201, json: p };
+  }
+
+  setPaused(body, paused) {
+    checkFields(body, ["pool", "tenant", "workflow"], "the request body");
+    const named = Object.entries(body);
+    if (named.length !== 1 || typeof named[0][1] !== "string" || named[0][1] === "") {
+      throw invalid('name exactly one of "pool", "tenant" or "workflow"');
+    }
+    const [scope, key] = named[0];
+    const i = this.paused.findIndex((t) => t[scope] === key);
+    if (paused && i < 0) this.paused.push({ [scope]: key });
+    if (!paused && i >= 0) this.paused.splice(i, 1);
+    return { status: 200, json: { paused: [...this.paused] } };
+  }
+
+  /** PATCH of a tenant's or workflow's limits: only the fields given change, null puts one back to its default. */
+  patchLimits(scope, key, body) {
+    const defaults = { rate_per_second: null, burst: 0, concurrency_per_key: 1 };
+    checkFields(body, scope === "tenant" ? ["max_in_flight", "weight", "rate_per_second", "burst"] : Object.keys(defaults), "the request body");
+    const id = `${scope}:${key}`;
+    const rule = this.limits.get(id) ?? { ...defaults };
+    for (const [name, v] of Object.entries(body)) rule[name] = v === null ? defaults[name] ?? null : v;
+    this.limits.set(id, rule);
+    const rate = rule.rate_per_second;
+    const shown = { paused: this.paused.some((t) => t[scope] === key), rate_per_second: rate, burst: rate === null ? null : rule.burst };
+    if (scope === "tenant") return { status: 200, json: { id: key, max_in_flight: rule.max_in_flight ?? 0, weight: rule.weight ?? 1, in_flight: 0, ...shown } };
+    return { status: 200, json: { name: key, ...shown, concurrency_per_key: rule.concurrency_per_key } };
   }
 
   listWorkers() {
@@ -396,6 +430,7 @@ export class FakeDocket extends EventEmitter {
       error: null,
       waiting_on: null,
       input: body.input === undefined ? null : body.input,
+      timeoutMs: timeout,
       epoch: 0,
       endedFromEpoch: -1,
       finishes: new Map(),
@@ -413,7 +448,7 @@ export class FakeDocket extends EventEmitter {
   }
 
   wire(t) {
-    const { input, epoch, endedFromEpoch, finishes, events, evidence, deadlineTimer, leaseExpiresAt, leaseKeyId, ...pub } = t;
+    const { input, timeoutMs, epoch, endedFromEpoch, finishes, events, evidence, deadlineTimer, leaseExpiresAt, leaseKeyId, ...pub } = t;
     return pub;
   }
 
@@ -435,6 +470,19 @@ export class FakeDocket extends EventEmitter {
 
   cancel(t) {
     if (!TERMINAL.has(t.state)) this.end(t, "cancelled", { code: "cancelled", message: "cancelled by a client" }, "cancelled");
+    return this.wire(t);
+  }
+
+  /** A terminal task (not succeeded) queued again: attempts renewed, its timeout counted from now. */
+  retry(t) {
+    if (!RETRYABLE.has(t.state)) throw new HttpError(409, "not_retryable", `a ${t.state} task cannot be retried`);
+    const from = t.state;
+    Object.assign(t, { state: "queued", attempt: 0, result: null, error: null, finished_at: null, run_at: null });
+    t.deadline_at = new Date(Date.now() + t.timeoutMs).toISOString();
+    t.deadlineTimer = setTimeout(() => this.deadline(t), t.timeoutMs);
+    t.deadlineTimer.unref();
+    this.event(t, from, "queued", "retried");
+    this.enqueue(t, 0);
     return this.wire(t);
   }
 
