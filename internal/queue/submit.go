@@ -132,11 +132,6 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 	if req.ConcurrencyKey != "" && !dockettype.ValidConcurrencyKey(req.ConcurrencyKey) {
 		return nil, invalid("concurrency_key must be 1 to 255 visible ASCII characters")
 	}
-	if req.ConcurrencyKey != "" && len(req.DependsOn) > 0 {
-		// Not yet: a dependent made ready by its last dependency would
-		// start without taking a slot of its key.
-		return nil, invalid("concurrency_key and depends_on cannot be combined on one task yet")
-	}
 	input := []byte("null")
 	if len(req.Input) > 0 {
 		var buf bytes.Buffer

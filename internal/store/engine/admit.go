@@ -156,7 +156,7 @@ func admit(tx Tx, p *store.AdmitParams, known func(string) bool, lateGates bool)
 	}
 
 	c := newChanges()
-	held, err := admitKeys(tx, items, admitted)
+	held, err := admitKeys(tx, items, admitted, plan)
 	if err != nil {
 		return nil, nil, err
 	}

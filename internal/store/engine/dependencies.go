@@ -128,7 +128,12 @@ func settleDependents(tx Tx, c *changes, ended []endedTask, now time.Time) error
 				return err
 			}
 			for _, m := range moved {
-				if m.Ready {
+				switch {
+				case m.Key != "":
+					// Now it waits on its key: the flush gives it a
+					// free slot of the key, if there is one.
+					c.keyWaits(KeyRef{Tenant: m.Tenant, Workflow: m.Workflow, Key: m.Key})
+				case m.Ready:
 					c.ready(m.Queue, m.Tenant, 1)
 				}
 			}

@@ -392,6 +392,15 @@ func (c *changes) keyReleased(m Moved) {
 	}
 }
 
+// keyWaits notes a key that has a task waiting again (a retried task):
+// the flush gives it a free slot of the key, if there is one.
+func (c *changes) keyWaits(k KeyRef) {
+	if c.keys == nil {
+		c.keys = map[KeyRef]int{}
+	}
+	c.keys[k] += 0
+}
+
 // flushKeys releases the freed slots and starts the tasks that waited on
 // them; their tenants' ready counts change with the rest (flushQueued).
 func (c *changes) flushKeys(tx Tx, now time.Time) error {
@@ -427,15 +436,24 @@ func (c *changes) flushKeys(tx Tx, now time.Time) error {
 // admitKeys decides which admitted items with a concurrency key take a
 // slot now and which wait: in batch order, while the key has slots free.
 // It returns the items that wait.
-func admitKeys(tx Tx, items []*store.AdmitItem, admitted []int) (map[string]bool, error) {
+//
+// An item that waits on dependencies takes no slot at admission: it waits
+// on its key once they are done (settleDependents).
+func admitKeys(tx Tx, items []*store.AdmitItem, admitted []int, plan *dependencyPlan) (map[string]bool, error) {
 	var refs []KeyRef
+	held := map[string]bool{}
 	for _, i := range admitted {
-		if it := items[i]; it.ConcurrencyKey != "" {
+		it := items[i]
+		switch {
+		case it.ConcurrencyKey == "":
+		case plan.waiting(it.TaskID):
+			held[it.TaskID] = true
+		default:
 			refs = append(refs, KeyRef{Tenant: it.Tenant, Workflow: it.Workflow, Key: it.ConcurrencyKey})
 		}
 	}
 	if len(refs) == 0 {
-		return nil, nil
+		return held, nil
 	}
 	slices.SortFunc(refs, compareKeys)
 	refs = slices.Compact(refs)
@@ -443,11 +461,10 @@ func admitKeys(tx Tx, items []*store.AdmitItem, admitted []int) (map[string]bool
 	if err != nil {
 		return nil, err
 	}
-	held := map[string]bool{}
 	added := map[KeyRef]int{}
 	for _, i := range admitted {
 		it := items[i]
-		if it.ConcurrencyKey == "" {
+		if it.ConcurrencyKey == "" || plan.waiting(it.TaskID) {
 			continue
 		}
 		k := KeyRef{Tenant: it.Tenant, Workflow: it.Workflow, Key: it.ConcurrencyKey}

@@ -113,7 +113,14 @@ func retry(tx Tx, p *store.RetryParams) ([]store.RetryResult, error) {
 		for _, m := range moved {
 			c.events = append(c.events, Event{TaskID: m.TaskID, From: m.From, To: dockettype.StateQueued,
 				Epoch: m.Epoch, Code: dockettype.CodeRetried, By: p.By})
-			c.ready(m.Queue, m.Tenant, 1)
+			if m.Ready {
+				c.ready(m.Queue, m.Tenant, 1)
+			}
+			if m.Key != "" {
+				// Back waiting on its key: the flush gives it a slot if
+				// the key has one free (oldest waiting task first).
+				c.keyWaits(KeyRef{Tenant: m.Tenant, Workflow: m.Workflow, Key: m.Key})
+			}
 			inFlight[counterKey{ScopePool, string(m.Queue.Pool())}]++
 			inFlight[counterKey{ScopeTenant, m.Tenant}]++
 			revived[m.TaskID] = true

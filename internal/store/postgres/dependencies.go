@@ -83,13 +83,17 @@ func (t *txn) Release(rows []engine.Release, now time.Time) ([]engine.Moved, err
 	for i, r := range rows {
 		ids[i], ns[i] = r.TaskID, int32(r.N)
 	}
+	// A task with a concurrency key stays held at zero: it waits on its
+	// key, and the engine gives it a free slot in this transaction.
 	res, err := t.query(`UPDATE task_queue q SET deps_pending = GREATEST(q.deps_pending - u.n, 0),
 			run_after = CASE WHEN q.deps_pending - u.n > 0 THEN q.run_after
+				WHEN q.concurrency_key IS NOT NULL THEN $4::timestamptz
 				WHEN t.run_at > $3 THEN t.run_at END
 		FROM unnest($1::text[], $2::int[]) AS u (id, n), tasks t
 		WHERE q.id = ANY($1) AND q.id = u.id AND t.id = q.id AND q.state = 'queued' AND q.deps_pending > 0
-		RETURNING q.id, q.tenant, q.queue, 'queued', q.lease_epoch, q.run_after IS NULL, q.deps_pending = 0`,
-		ids, ns, ts(now))
+		RETURNING q.id, q.tenant, q.queue, 'queued', q.lease_epoch, q.run_after IS NULL, q.deps_pending = 0,
+			q.workflow, coalesce(q.concurrency_key, '')`,
+		ids, ns, ts(now), ts(engine.HeldUntil))
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +101,7 @@ func (t *txn) Release(rows []engine.Release, now time.Time) ([]engine.Moved, err
 	var m engine.Moved
 	var queue, from string
 	var done bool
-	_, err = pgx.ForEachRow(res, []any{&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready, &done}, func() error {
+	_, err = pgx.ForEachRow(res, []any{&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready, &done, &m.Workflow, &m.Key}, func() error {
 		if done {
 			m.Queue, m.From = store.Queue(queue), dockettype.State(from)
 			out = append(out, m)

@@ -204,7 +204,7 @@ func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, 
 			SELECT w.id, w.queue, w.priority, tk.run_at FROM r CROSS JOIN LATERAL (
 				SELECT q.id, q.queue, q.priority FROM task_queue q
 				WHERE q.tenant = r.tenant AND q.workflow = r.workflow AND q.concurrency_key = r.key AND NOT q.key_slot
-					AND q.state = 'queued'
+					AND q.state = 'queued' AND q.deps_pending = 0
 				ORDER BY q.priority DESC, q.id
 				LIMIT r.room
 				FOR UPDATE SKIP LOCKED) w

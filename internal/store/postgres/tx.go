@@ -802,18 +802,20 @@ const reviveSQL = `WITH gone AS (
 		DELETE FROM task_results r
 		WHERE r.task_id = ANY($1) AND (r.task_id || ' ' || r.tenant) = ANY($2)
 			AND r.state IN ('failed', 'timed_out', 'cancelled')
-			-- Not yet for a task with a concurrency key: its live row would
-			-- run without a slot of the key (not_retryable).
-			AND NOT EXISTS (SELECT 1 FROM tasks k WHERE k.id = r.task_id AND k.concurrency_key IS NOT NULL)
 		RETURNING r.task_id, r.tenant, r.state, r.lease_epoch
 	), live AS (
-		INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch, deadline_at, created_at, workflow)
+		-- A task with a concurrency key comes back waiting on its key; the
+		-- engine gives it a slot if one is free, in this transaction.
+		INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch, deadline_at, created_at,
+			workflow, concurrency_key, key_slot, run_after)
 		SELECT t.id, t.tenant, $3, t.priority, 'queued', 0, t.max_attempts, g.lease_epoch + 1,
-			$4::timestamptz + (t.deadline_at - GREATEST(t.created_at, coalesce(t.run_at, t.created_at))), $4, t.workflow
+			$4::timestamptz + (t.deadline_at - GREATEST(t.created_at, coalesce(t.run_at, t.created_at))), $4, t.workflow,
+			t.concurrency_key, false, CASE WHEN t.concurrency_key IS NOT NULL THEN $5::timestamptz END
 		FROM gone g CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = g.task_id OFFSET 0) t
-		RETURNING id, workflow
+		RETURNING id, workflow, concurrency_key
 	)
-	SELECT g.task_id, g.tenant, $3, g.state, g.lease_epoch + 1, true, l.workflow, '', false
+	SELECT g.task_id, g.tenant, $3, g.state, g.lease_epoch + 1, l.concurrency_key IS NULL, l.workflow,
+		coalesce(l.concurrency_key, ''), false
 	FROM gone g JOIN live l ON l.id = g.task_id`
 
 // Revive makes retryable terminal tasks live again: one statement per
@@ -835,7 +837,7 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 	}
 	b := &pgx.Batch{}
 	for _, q := range order {
-		b.Queue(reviveSQL, groups[q].ids, groups[q].keys, string(q), ts(now))
+		b.Queue(reviveSQL, groups[q].ids, groups[q].keys, string(q), ts(now), ts(engine.HeldUntil))
 	}
 	br, err := t.send(b)
 	if err != nil {

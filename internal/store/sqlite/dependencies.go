@@ -95,12 +95,16 @@ func (t *txn) Release(rows []engine.Release, now time.Time) ([]engine.Moved, err
 	for i, r := range rows {
 		list[i] = []any{r.TaskID, r.N}
 	}
+	// A task with a concurrency key stays held at zero: it waits on its
+	// key, and the engine gives it a free slot in this transaction.
 	res, err := t.tx.QueryContext(t.ctx, `UPDATE task_queue AS q SET deps_pending = max(q.deps_pending - u.n, 0),
 			run_after = CASE WHEN q.deps_pending - u.n > 0 THEN q.run_after
+				WHEN q.concurrency_key IS NOT NULL THEN ?3
 				ELSE (SELECT CASE WHEN t.run_at > ?2 THEN t.run_at END FROM tasks t WHERE t.id = q.id) END
 		FROM (SELECT value->>0 AS id, value->>1 AS n FROM json_each(?1)) AS u
 		WHERE q.id = u.id AND q.state = 'queued' AND q.deps_pending > 0
-		RETURNING id, tenant, queue, 'queued', lease_epoch, run_after IS NULL, deps_pending = 0`, jsonArg(list), ms(now))
+		RETURNING id, tenant, queue, 'queued', lease_epoch, run_after IS NULL, deps_pending = 0,
+			workflow, coalesce(concurrency_key, '')`, jsonArg(list), ms(now), ms(engine.HeldUntil))
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +115,7 @@ func (t *txn) Release(rows []engine.Release, now time.Time) ([]engine.Moved, err
 	got, err := collect(res, func(r *sql.Rows) (released, error) {
 		var m released
 		var queue, from string
-		err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready, &m.done)
+		err := r.Scan(&m.TaskID, &m.Tenant, &queue, &from, &m.Epoch, &m.Ready, &m.done, &m.Workflow, &m.Key)
 		m.Queue, m.From = store.Queue(queue), dockettype.State(from)
 		return m, err
 	})

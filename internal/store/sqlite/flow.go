@@ -193,6 +193,7 @@ func (t *txn) releaseKeys(deltas []engine.KeyDelta, now time.Time) ([]engine.Mov
 					THEN (SELECT t.run_at FROM tasks t WHERE t.id = q.id) END
 			WHERE q.id IN (SELECT id FROM task_queue
 				WHERE tenant = ?1 AND workflow = ?2 AND concurrency_key = ?3 AND key_slot = 0 AND state = 'queued'
+					AND deps_pending = 0
 				ORDER BY priority DESC, id LIMIT ?5)
 			RETURNING id, tenant, queue, run_after IS NULL`, d.Tenant, d.Workflow, d.Key, ms(now), room)
 		if err != nil {

@@ -693,8 +693,7 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 		list[i], queues[r.TaskID] = [2]string{r.TaskID, r.Tenant}, string(r.Queue)
 	}
 	res, err := t.tx.QueryContext(t.ctx, `DELETE FROM task_results WHERE task_id IN (
-			SELECT t.id FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0 WHERE t.tenant = j.value->>1
-				AND t.concurrency_key IS NULL)
+			SELECT t.id FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0 WHERE t.tenant = j.value->>1)
 		AND state IN ('failed', 'timed_out', 'cancelled')
 		RETURNING task_id, tenant, state, lease_epoch + 1`, jsonArg(list))
 	if err != nil {
@@ -704,7 +703,7 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 		var m engine.Moved
 		var from string
 		err := r.Scan(&m.TaskID, &m.Tenant, &from, &m.Epoch)
-		m.From, m.Queue, m.Ready = dockettype.State(from), store.Queue(queues[m.TaskID]), true
+		m.From, m.Queue = dockettype.State(from), store.Queue(queues[m.TaskID])
 		return m, err
 	})
 	if err != nil || len(gone) == 0 {
@@ -714,12 +713,34 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 	for i, m := range gone {
 		live[i] = []any{m.TaskID, string(m.Queue), m.Epoch}
 	}
-	nowMS := ms(now)
-	return gone, t.exec(`INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch,
-			deadline_at, created_at, workflow)
+	// A task with a concurrency key comes back waiting on its key; the
+	// engine gives it a slot if one is free, in this transaction.
+	rows2, err := t.tx.QueryContext(t.ctx, `INSERT INTO task_queue (id, tenant, queue, priority, state, attempt, max_attempts, lease_epoch,
+			deadline_at, created_at, workflow, concurrency_key, key_slot, run_after)
 		SELECT t.id, t.tenant, j.value->>1, t.priority, 'queued', 0, t.max_attempts, j.value->>2,
-			?2 + (t.deadline_at - max(t.created_at, coalesce(t.run_at, t.created_at))), ?2, t.workflow
-		FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0`, jsonArg(live), nowMS)
+			?2 + (t.deadline_at - max(t.created_at, coalesce(t.run_at, t.created_at))), ?2, t.workflow,
+			t.concurrency_key, 0, CASE WHEN t.concurrency_key IS NOT NULL THEN ?3 END
+		FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0
+		RETURNING id, workflow, coalesce(concurrency_key, '')`, jsonArg(live), ms(now), ms(engine.HeldUntil))
+	if err != nil {
+		return nil, err
+	}
+	type keyOf struct{ workflow, key string }
+	keys := map[string]keyOf{}
+	if _, err := collect(rows2, func(r *sql.Rows) (struct{}, error) {
+		var id string
+		var k keyOf
+		err := r.Scan(&id, &k.workflow, &k.key)
+		keys[id] = k
+		return struct{}{}, err
+	}); err != nil {
+		return nil, err
+	}
+	for i := range gone {
+		k := keys[gone[i].TaskID]
+		gone[i].Workflow, gone[i].Key, gone[i].Ready = k.workflow, k.key, k.key == ""
+	}
+	return gone, nil
 }
 
 // LockFinished reads the results among ids: the write transaction is the

@@ -80,6 +80,38 @@ func (su suite) testDependencies(t *testing.T) {
 		}
 	})
 
+	su.run(t, "KeyedDependentTakesItsKeySlotWhenReady", func(t *testing.T, s store.Store) {
+		a := admitClaimed(t, s, at(0), newItem(tenantA))
+		keyed := func(it *store.AdmitItem) *store.AdmitItem { it.ConcurrencyKey = "k"; return it }
+		b1 := admitOne(t, s, at(ms), keyed(dependsOn(tenantA, a.Task.ID)))
+		b2 := admitOne(t, s, at(2*ms), keyed(dependsOn(tenantA, a.Task.ID)))
+		// Waiting on its dependency, a task holds no slot of its key: a
+		// task of the key admitted after it runs.
+		c := admitOne(t, s, at(3*ms), keyed(newItem(tenantA)))
+		wantWaiting(t, getTask(t, s, tenantA, b1.ID), dockettype.WaitingOnDependencies)
+		if got := claim(t, s, at(time.Second), dockettype.PoolOnline, 10); len(got) != 1 || got[0].Task.ID != c.ID {
+			t.Fatalf("claim = %v, want the key's free-running task %s", claimedIDs(got), c.ID)
+		}
+		cClaim := getTask(t, s, tenantA, c.ID)
+		// Its dependency done, the dependent waits on its key (held by c).
+		finishOne(t, s, at(2*time.Second), succeed(a.Lease()), true)
+		wantWaiting(t, getTask(t, s, tenantA, b1.ID), dockettype.WaitingOn(store.WaitingOnConcurrencyKey))
+		wantWaiting(t, getTask(t, s, tenantA, b2.ID), dockettype.WaitingOn(store.WaitingOnConcurrencyKey))
+		if got := claim(t, s, at(3*time.Second), dockettype.PoolOnline, 10); len(got) != 0 {
+			t.Fatalf("claim while the key is held = %v, want none", claimedIDs(got))
+		}
+		finishOne(t, s, at(4*time.Second), succeed(store.Lease{TaskID: c.ID, Epoch: cClaim.LeaseEpoch}), true)
+		next := claim(t, s, at(5*time.Second), dockettype.PoolOnline, 10)
+		if len(next) != 1 || next[0].Task.ID != b1.ID {
+			t.Fatalf("claim after the key was freed = %v, want only %s", claimedIDs(next), b1.ID)
+		}
+		finishOne(t, s, at(6*time.Second), succeed(next[0].Lease()), true)
+		last := claim(t, s, at(7*time.Second), dockettype.PoolOnline, 10)
+		if len(last) != 1 || last[0].Task.ID != b2.ID {
+			t.Fatalf("claim = %v, want %s", claimedIDs(last), b2.ID)
+		}
+	})
+
 	su.run(t, "AlreadySucceeded", func(t *testing.T, s store.Store) {
 		a := admitClaimed(t, s, at(0), newItem(tenantA))
 		finishOne(t, s, at(ms), succeed(a.Lease()), true)

@@ -85,6 +85,49 @@ func (su suite) testRetry(t *testing.T) {
 		wantHistory(t, s, c.Task.ID)
 	})
 
+	su.run(t, "KeyedTaskWaitsForASlotOfItsKey", func(t *testing.T, s store.Store) {
+		tasks := admitN(t, s, at(0), tenantA, 2, func(it *store.AdmitItem) { it.ConcurrencyKey = "c1" })
+		first := claim(t, s, at(time.Second), dockettype.PoolOnline, 10)
+		if len(first) != 1 || first[0].Task.ID != tasks[0].ID {
+			t.Fatalf("claim = %v, want %s", claimedIDs(first), tasks[0].ID)
+		}
+		finishOne(t, s, at(2*time.Second), fail(first[0].Lease(), dockettype.CodeWorkflowError), true)
+		// The key's slot went to its second task; the retried first one
+		// waits for it.
+		res := retryTasks(t, s, at(3*time.Second), retryItem(tenantA, tasks[0].ID))[0]
+		if res.Outcome != store.Retried {
+			t.Fatalf("Retry of a failed keyed task: %v, want retried", res.Outcome)
+		}
+		if w := getTask(t, s, tenantA, tasks[0].ID).WaitingOn; string(w) != store.WaitingOnConcurrencyKey {
+			t.Errorf("the retried task waits on %v, want concurrency_key", w)
+		}
+		second := claim(t, s, at(4*time.Second), dockettype.PoolOnline, 10)
+		if len(second) != 1 || second[0].Task.ID != tasks[1].ID {
+			t.Fatalf("claim = %v, want only the key's slot holder %s", claimedIDs(second), tasks[1].ID)
+		}
+		finishOne(t, s, at(5*time.Second), fail(second[0].Lease(), dockettype.CodeWorkflowError), true)
+		again := claim(t, s, at(6*time.Second), dockettype.PoolOnline, 10)
+		if len(again) != 1 || again[0].Task.ID != tasks[0].ID {
+			t.Fatalf("claim after the slot holder ended = %v, want the retried %s", claimedIDs(again), tasks[0].ID)
+		}
+		// A retry while the key is free takes its slot at once.
+		finishOne(t, s, at(7*time.Second), succeed(again[0].Lease()), true)
+		res = retryTasks(t, s, at(8*time.Second), retryItem(tenantA, tasks[1].ID))[0]
+		if res.Outcome != store.Retried {
+			t.Fatalf("Retry: %v, want retried", res.Outcome)
+		}
+		if w := getTask(t, s, tenantA, tasks[1].ID).WaitingOn; w != "" {
+			t.Errorf("a task retried while its key is free waits on %v, want nothing", w)
+		}
+		last := claim(t, s, at(9*time.Second), dockettype.PoolOnline, 10)
+		if len(last) != 1 || last[0].Task.ID != tasks[1].ID {
+			t.Fatalf("claim = %v, want %s", claimedIDs(last), tasks[1].ID)
+		}
+		if got := claim(t, s, at(9*time.Second+ms), dockettype.PoolOnline, 10); len(got) != 0 {
+			t.Fatalf("second claim = %v, want none", claimedIDs(got))
+		}
+	})
+
 	su.run(t, "TimedOutAndCancelled", func(t *testing.T, s store.Store) {
 		cancelled := admitOne(t, s, at(0), newItem(tenantA))
 		cancel(t, s, at(time.Second), tenantA, cancelled.ID)
