@@ -17,7 +17,8 @@ import (
 const adminPrefix = "/v1/admin/"
 
 // AdminStore is what the admin API needs from the store: tenants, keys,
-// the counts of GET /v1/admin/stats and the published rule set versions.
+// the counts of GET /v1/admin/stats and …/stats/throughput and the
+// published rule set versions.
 // Every store.Store satisfies it.
 type AdminStore interface {
 	tenantlimits.Store
@@ -26,6 +27,7 @@ type AdminStore interface {
 	ListAPIKeys(ctx context.Context, tenant string) ([]*store.APIKey, error)
 	RevokeAPIKey(ctx context.Context, params *store.RevokeAPIKeyParams) (*store.APIKey, error)
 	Stats(ctx context.Context) (*store.Stats, error)
+	Throughput(ctx context.Context, params *store.ThroughputParams) ([]store.ThroughputBucket, error)
 	ListRuleSets(ctx context.Context) ([]*store.RuleSet, error)
 	ListWorkers(ctx context.Context, since time.Time) ([]*store.Worker, error)
 }
@@ -69,6 +71,7 @@ func (s *server) adminRoutes() []route {
 		{http.MethodGet, "/v1/admin/keys", s.admin(s.listKeys)},
 		{http.MethodPost, "/v1/admin/keys/{id}/revoke", s.admin(s.revokeKey)},
 		{http.MethodGet, "/v1/admin/rules", s.admin(s.listRuleSets)},
+		{http.MethodGet, "/v1/admin/stats/throughput", s.admin(s.throughput)},
 	}
 	if s.node != nil {
 		routes = append(routes, route{http.MethodGet, "/v1/admin/stats", s.admin(s.stats)})

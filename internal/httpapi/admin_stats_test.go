@@ -183,6 +183,7 @@ func TestAdminStoreUnavailable(t *testing.T) {
 		{"list_api_keys", request{method: http.MethodGet, path: "/v1/admin/keys"}},
 		{"revoke_api_key", request{method: http.MethodPost, path: "/v1/admin/keys/key_x/revoke"}},
 		{"stats", request{method: http.MethodGet, path: "/v1/admin/stats"}},
+		{"throughput", request{method: http.MethodGet, path: "/v1/admin/stats/throughput"}},
 	}
 	dbErr := &store.DatabaseError{Op: "x", Backend: store.BackendPostgres, Code: "23505", Err: httpapitest.ErrOutage}
 	for _, c := range calls {

@@ -29,6 +29,7 @@ func TestAdminNeedsAnAdminKey(t *testing.T) {
 		{http.MethodGet, "/v1/admin/keys", ""},
 		{http.MethodPost, "/v1/admin/keys", `{"tenant":"acme","principal":"x"}`},
 		{http.MethodGet, "/v1/admin/stats", ""},
+		{http.MethodGet, "/v1/admin/stats/throughput", ""},
 		{http.MethodGet, "/v1/admin/rules", ""},
 		{http.MethodPost, "/v1/admin/keys/key_x/revoke", ""},
 		{http.MethodDelete, "/v1/admin/anything/else", ""},

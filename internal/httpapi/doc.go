@@ -21,9 +21,11 @@
 // /v1/admin/keys?tenant=) and revoke them (POST
 // /v1/admin/keys/{id}/revoke: refused at once by this node, which drops
 // the key from its Authenticator's cache when it has one, and by other
-// nodes when their cache entry expires) and list the published rule set
-// versions (GET /v1/admin/rules); with Options.Node too, GET
-// /v1/admin/stats reports pools, tenants and this node's schedulers.
+// nodes when their cache entry expires), list the published rule set
+// versions (GET /v1/admin/rules) and count the tasks every node finished
+// per time bucket of a recent window, from the task history (GET
+// /v1/admin/stats/throughput); with Options.Node too, GET /v1/admin/stats
+// reports pools, tenants and this node's schedulers.
 //
 // Without a key: GET /openapi.json serves openapi.json, the hand-written
 // OpenAPI 3.1 document of every route (tests hold it to the route table and

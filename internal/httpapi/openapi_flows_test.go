@@ -168,6 +168,12 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	do(get("/v1/admin/stats", admin), valid).wantStatus(t, http.StatusOK)
 	do(get("/v1/admin/rules", admin), valid).wantStatus(t, http.StatusOK)
 	do(get("/v1/admin/stats", s.Key), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
+	do(get("/v1/admin/stats/throughput", admin), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/admin/stats/throughput?minutes=60&bucket_seconds=60", admin), valid).wantStatus(t, http.StatusOK)
+	do(get("/v1/admin/stats/throughput?minutes=61", admin), invalid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	// A bucket the document allows that does not divide the window.
+	do(get("/v1/admin/stats/throughput?minutes=10&bucket_seconds=7", admin), valid).wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(get("/v1/admin/stats/throughput", s.Key), valid).wantError(t, http.StatusForbidden, dockettype.CodeForbidden)
 
 	// 429: the tenant's limit of 1, single and in a batch (Retry-After).
 	first := do(submitReq(newKey.Key, "t-1", `{"workflow":"demo.sleep","input":{"ms":600000}}`), valid)

@@ -162,6 +162,16 @@ type Statter interface {
 	// Stats reads counters and indexed counts; its cost does not grow with
 	// the number of finished tasks.
 	Stats(ctx context.Context) (*Stats, error)
+	// Throughput counts the tasks of every node that became terminal in
+	// [Since, Until), per bucket of Bucket from Since and per state, from
+	// the task history (the events to a terminal state; a task retried
+	// after it failed counts again when it ends again). It returns every
+	// bucket in order, empty ones included; the last ends at Until. It
+	// reads the window's terminal events alone, through their time index,
+	// so its cost grows with the tasks finished in the window, not with
+	// the history. A bucket under a millisecond, an empty window or one of
+	// more than MaxThroughputBuckets is ErrInvalid.
+	Throughput(ctx context.Context, params *ThroughputParams) ([]ThroughputBucket, error)
 }
 
 // Admin manages tenants and API keys.
@@ -546,6 +556,25 @@ type PoolStats struct {
 	// OldestQueuedAt is the creation time of the oldest task waiting to
 	// run (nil when none).
 	OldestQueuedAt *time.Time
+}
+
+// MaxThroughputBuckets bounds the buckets of one Throughput call.
+const MaxThroughputBuckets = 10_000
+
+// ThroughputParams is the window of Throughput.
+type ThroughputParams struct {
+	Since, Until time.Time
+	Bucket       time.Duration // whole milliseconds
+}
+
+// ThroughputBucket counts the tasks that became terminal in [Start,
+// Start+Bucket), by state.
+type ThroughputBucket struct {
+	Start     time.Time
+	Succeeded int
+	Failed    int
+	TimedOut  int
+	Cancelled int
 }
 
 // EnsureTenantParams names a tenant to create if missing.

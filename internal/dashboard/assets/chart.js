@@ -15,10 +15,9 @@ function formatRate(v) {
   return (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + "/s";
 }
 
-// drawChart draws the finish rates between samples ({t, ok, bad}: counter
-// values at time t) in box; the x axis spans the samples taken, at least
-// a minute and at most maxSpan ms.
-export function drawChart(box, samples, maxSpan) {
+// drawChart draws finish rates ({t, ok, bad}: tasks per second in the
+// period that ends at time t) in box; the x axis spans span ms up to end.
+export function drawChart(box, rates, end, span) {
   const svg = document.createElementNS(NS, "svg");
   svg.setAttribute("viewBox", "0 0 " + W + " " + H);
   svg.setAttribute("role", "img");
@@ -30,15 +29,6 @@ export function drawChart(box, samples, maxSpan) {
     svg.append(n);
     return n;
   };
-  const s = samples;
-  const rates = [];
-  for (let i = 1; i < s.length; i++) {
-    const dt = (s[i].t - s[i - 1].t) / 1000;
-    if (dt <= 0) continue;
-    rates.push({ t: s[i].t, ok: Math.max(0, s[i].ok - s[i - 1].ok) / dt, bad: Math.max(0, s[i].bad - s[i - 1].bad) / dt });
-  }
-  const end = s.length ? s[s.length - 1].t : Date.now();
-  const span = Math.min(maxSpan, Math.max(60000, s.length ? end - s[0].t : 0));
   const top = niceMax(Math.max(1, ...rates.map((r) => Math.max(r.ok, r.bad))));
   const x = (t) => L + ((t - (end - span)) / span) * (W - L - R);
   const y = (v) => T + (1 - v / top) * (H - T - B);
@@ -49,7 +39,7 @@ export function drawChart(box, samples, maxSpan) {
   mk("text", { x: L, y: H - 6, class: "axis" }, fmtDuration(span) + " ago");
   mk("text", { x: W - R, y: H - 6, "text-anchor": "end", class: "axis" }, "now");
   if (rates.length === 0) {
-    mk("text", { x: (W + L) / 2, y: H / 2, "text-anchor": "middle", class: "axis" }, "collecting samples…");
+    mk("text", { x: (W + L) / 2, y: H / 2, "text-anchor": "middle", class: "axis" }, "no history yet");
   }
   for (const [field, cls] of [["ok", "line-ok"], ["bad", "line-bad"]]) {
     if (rates.length === 0) continue;
@@ -59,6 +49,6 @@ export function drawChart(box, samples, maxSpan) {
       for (const r of rates) mk("circle", { cx: x(r.t).toFixed(1), cy: y(r[field]).toFixed(1), r: 2.5, class: cls + " dot" });
     }
   }
-  box.dataset.samples = String(s.length);
+  box.dataset.points = String(rates.length);
   box.replaceChildren(svg);
 }

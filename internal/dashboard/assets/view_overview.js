@@ -10,9 +10,17 @@ import { every, navigation } from "./refresh.js";
 import { showing } from "./router.js";
 
 const EVERY_MS = 5000;
-const CHART_SAMPLES = 121; // 10 minutes of 5 s samples
+const CHART_MINUTES = 10;
+const CHART_BUCKET_S = 10;
+// The chart's buckets by start (ms): the whole window is read when the
+// page opens, then only the last minute at each refresh, so a refresh
+// costs the store a minute of history, not ten.
+const buckets = new Map();
+let readAt = 0; // when the history was last read
 
-const samples = []; // {t, ok, bad}: the terminal counters at time t
+function throughputPath(minutes) {
+  return "/v1/admin/stats/throughput?minutes=" + minutes + "&bucket_seconds=" + CHART_BUCKET_S;
+}
 
 export const overview = {
   name: "overview",
@@ -21,37 +29,63 @@ export const overview = {
   wire() {},
   async open() {
     const nav = navigation();
+    readAt = 0;
     await refresh();
     every(nav, EVERY_MS, refresh);
   },
 };
 
 async function refresh() {
-  let stats, metrics;
+  let stats, metrics, history;
   try {
-    const [s, text] = await Promise.all([api("GET", "/v1/admin/stats"), metricsText()]);
+    // On opening, and after refreshes were missed for most of a minute,
+    // the whole window.
+    const whole = Date.now() - readAt > 50000;
+    const [s, text, h] = await Promise.all([api("GET", "/v1/admin/stats"), metricsText(),
+      api("GET", throughputPath(whole ? CHART_MINUTES : 1))]);
+    if (whole) buckets.clear();
+    readAt = Date.now();
     stats = s.data;
     metrics = parseMetrics(text);
+    history = h.data;
   } catch (e) {
     if (e instanceof APIError) flash("Overview: " + e.describe());
     return;
   }
   if (!showing("overview")) return;
   flash("");
-  const now = Date.now();
-  const last = samples[samples.length - 1];
-  if (last && now - last.t < EVERY_MS / 2) samples.pop(); // a refresh soon after another
-  samples.push({
-    t: now,
-    ok: sumMetric(metrics, "docket_task_terminal_total", { state: "succeeded" }),
-    bad: sumMetric(metrics, "docket_task_terminal_total", { state: ["failed", "timed_out"] }),
-  });
-  if (samples.length > CHART_SAMPLES) samples.splice(0, samples.length - CHART_SAMPLES);
   renderPools(stats, metrics);
-  drawChart($("chart"), samples, (CHART_SAMPLES - 1) * EVERY_MS);
+  renderChart(history);
   renderRejections(metrics);
   renderTenantUse(stats.tenants);
-  $("overview-updated").textContent = "updated " + fmtTime(new Date(now).toISOString());
+  $("overview-updated").textContent = "updated " + fmtTime(new Date().toISOString());
+}
+
+// renderChart draws the server's history: each bucket's rate at its end,
+// the last one (still filling) over the part of it that has passed.
+function renderChart(history) {
+  const now = Date.parse(history.now);
+  const size = history.bucket_seconds * 1000;
+  for (const b of history.buckets) buckets.set(Date.parse(b.start), b);
+  for (const start of buckets.keys()) {
+    if (start + size <= now - CHART_MINUTES * 60000) buckets.delete(start);
+  }
+  const rates = [];
+  let ok = 0, bad = 0;
+  for (const b of [...buckets.keys()].sort((x, y) => x - y).map((k) => buckets.get(k))) {
+    const start = Date.parse(b.start);
+    const end = Math.min(start + size, now);
+    const failed = b.failed + b.timed_out;
+    ok += b.succeeded;
+    bad += failed;
+    if (end <= start) continue;
+    const dt = Math.max(end - start, 1000) / 1000;
+    rates.push({ t: end, ok: b.succeeded / dt, bad: failed / dt });
+  }
+  const box = $("chart");
+  drawChart(box, rates, now, CHART_MINUTES * 60000);
+  box.dataset.succeeded = String(ok);
+  box.dataset.failed = String(bad);
 }
 
 function meter(used, limit) {

@@ -48,6 +48,9 @@ type Dialect struct {
 	OldestReady string
 	// Now reads the database's clock as a timestamp.
 	Now string
+	// AtMillis is the column at (a timestamp) as whole milliseconds
+	// since the epoch.
+	AtMillis string
 	// LockRuleSets, when set, runs first in PublishRuleSet's transaction,
 	// so that concurrent publishers number their versions one after the
 	// other instead of colliding on the same number.

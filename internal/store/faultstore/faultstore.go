@@ -244,6 +244,13 @@ func (s *Store) Stats(ctx context.Context) (*store.Stats, error) {
 	return s.inner.Stats(ctx)
 }
 
+func (s *Store) Throughput(ctx context.Context, p *store.ThroughputParams) ([]store.ThroughputBucket, error) {
+	if err := s.before(ctx, "throughput"); err != nil {
+		return nil, err
+	}
+	return s.inner.Throughput(ctx, p)
+}
+
 func (s *Store) EnsureTenant(ctx context.Context, p *store.EnsureTenantParams) (bool, error) {
 	if err := s.before(ctx, "ensure_tenant"); err != nil {
 		return false, err

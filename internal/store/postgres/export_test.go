@@ -13,6 +13,9 @@ const (
 	FindOverdueSQL = engine.FindOverdueSQL
 )
 
+// ThroughputSQL is the throughput count as the store runs it.
+var ThroughputSQL = engine.ThroughputSQL(dialect)
+
 // WritePlanSettings are the settings every write transaction runs under.
 var WritePlanSettings = writePlanSettings
 

@@ -18,9 +18,10 @@ var dialect = &engine.Dialect{
 			WHERE q.queue = tq.queue AND q.tenant = tq.tenant AND q.state = 'queued' AND q.run_after IS NULL
 			ORDER BY priority DESC, id LIMIT 1) f
 		WHERE (tq.queue = $1 OR tq.queue LIKE $2) AND tq.queued > 0`,
-	Now:   "SELECT clock_timestamp()",
-	Fires: "NOT paused",
-	IDsOf: "SELECT jsonb_array_elements_text($1::text::jsonb)",
+	Now:      "SELECT clock_timestamp()",
+	AtMillis: "floor(extract(epoch FROM at) * 1000)::bigint",
+	Fires:    "NOT paused",
+	IDsOf:    "SELECT jsonb_array_elements_text($1::text::jsonb)",
 	// The table lock (which readers do not take) makes concurrent
 	// publishers number their versions one after the other.
 	LockRuleSets: "LOCK TABLE rule_sets IN SHARE ROW EXCLUSIVE MODE",

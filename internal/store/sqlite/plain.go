@@ -19,6 +19,8 @@ var dialect = &engine.Dialect{
 	IDsOf: "SELECT value FROM json_each($1)",
 	// The database runs in the process: its clock is the process's.
 	Now: "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+	// Times are kept in milliseconds since the epoch.
+	AtMillis: "at",
 	// The one write transaction at a time numbers versions in order.
 	LockRuleSets: "",
 	UpsertWorkers: `INSERT INTO workers (key_id, id, tenant, all_tenants, workflows, slots, leases, sdk, last_seen_at)

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Retry", su.testRetry)
 	t.Run("Bulk", su.testBulk)
 	t.Run("Flow", su.testFlow)
+	t.Run("Throughput", su.testThroughput)
 }
 
 type suite struct {
