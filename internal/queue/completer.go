@@ -164,21 +164,45 @@ func (c *completer) enqueue(r *finishRequest) bool {
 	return true
 }
 
+// run writes batches one at a time, except that a batch with outcomes of
+// tasks with a concurrency key may be written beside the one in flight: a
+// key's tasks run one after another, each started by the finish of the
+// one before (store.HandOff), so their throughput is bound by the finish's
+// latency, and a second write halves the wait. Other batches wait for the
+// one in flight: for them a second write would split batches (less group
+// commit) and take the connection the pool's claims use.
 func (c *completer) run(ctx context.Context) {
-	batch := make([]*finishRequest, 0, c.batch)
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	writing := 0
+	var unwritten []*finishRequest
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait()
+		c.drain(unwritten)
+	}()
 	for {
-		batch = batch[:0]
+		var first *finishRequest
 		select {
 		case <-ctx.Done():
-			c.drain(nil)
 			return
-		case r := <-c.in:
-			batch = append(batch, r)
+		case first = <-c.in:
 		}
-		if unwritten := c.flush(ctx, c.takeSome(batch)); len(unwritten) > 0 {
-			c.drain(unwritten) // the completer is stopping
-			return
+		mu.Lock()
+		for writing > 0 && !(first.keyed && writing < 2) {
+			cond.Wait()
 		}
+		writing++
+		mu.Unlock()
+		batch := c.takeSome(append(make([]*finishRequest, 0, c.batch), first))
+		wg.Go(func() {
+			left := c.flush(ctx, batch)
+			mu.Lock()
+			unwritten = append(unwritten, left...)
+			writing--
+			cond.Broadcast()
+			mu.Unlock()
+		})
 	}
 }
 
