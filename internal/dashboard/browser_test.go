@@ -961,11 +961,19 @@ func TestDashboardRemoteWorkersInBrowser(t *testing.T) {
 		t.Errorf("modules loaded = %v,\nwant %v", got, want)
 	}
 
-	// Workflows: the built-in ones are listed and marked.
+	// Workflows: the built-in ones are listed and marked, with their flow
+	// control.
+	if st := a.call(http.MethodPatch, "/v1/admin/workflows/demo.sleep", adminKey, "",
+		map[string]int{"rate_per_second": 20, "burst": 5, "concurrency_per_key": 3}, nil); st != http.StatusOK {
+		t.Fatalf("PATCH demo.sleep: %d, want 200", st)
+	}
 	b.do("open the workflows view", chromedp.Click(chromedp.ID("nav-workflows")),
 		chromedp.WaitVisible(chromedp.CSS(`#workflows-table tr[data-workflow="demo.echo"][data-remote="false"]`)))
 	if txt := b.text(`#workflows-table tr[data-workflow="demo.echo"]`); !strings.Contains(txt, "built-in") || strings.Contains(txt, "Remove") {
 		t.Errorf("built-in row = %q, want it marked built-in, without Remove", txt)
+	}
+	if txt := b.text(`#workflows-table tr[data-workflow="demo.sleep"] td.flow`); txt != "20/s (burst 5) · 3 per key" {
+		t.Errorf("demo.sleep's flow control = %q, want the PATCH's limits", txt)
 	}
 
 	// Register two remote workflows through the form.

@@ -21,7 +21,17 @@ type WorkflowAdmin interface {
 }
 
 type workflowsBody struct {
-	Workflows []*remote.Workflow `json:"workflows"`
+	Workflows []workflowListItem `json:"workflows"`
+}
+
+// workflowListItem is a workflow with its flow control (as PATCH
+// /v1/admin/workflows/{name} sets it and answers).
+type workflowListItem struct {
+	*remote.Workflow
+	Paused            bool `json:"paused"`
+	RatePerSecond     *int `json:"rate_per_second"`
+	Burst             *int `json:"burst"`
+	ConcurrencyPerKey int  `json:"concurrency_per_key"`
 }
 
 // workflowRoutes are the admin routes of remote workflows and workers.
@@ -49,7 +59,29 @@ func (s *server) listWorkflows(w http.ResponseWriter, r *http.Request, _ dockett
 		writeError(w, r, s.adminStoreError(r.Context(), "list_workflows", err))
 		return
 	}
-	writeJSON(w, r, http.StatusOK, workflowsBody{Workflows: list})
+	rules := map[string]*store.FlowRule{}
+	if s.flow != nil {
+		all, err := s.flow.FlowRules(r.Context())
+		if err != nil {
+			writeError(w, r, s.adminStoreError(r.Context(), "list_workflows", err))
+			return
+		}
+		for _, rule := range all {
+			if rule.Scope == store.ScopeWorkflow {
+				rules[rule.Key] = rule
+			}
+		}
+	}
+	out := workflowsBody{Workflows: make([]workflowListItem, len(list))}
+	for i, wf := range list {
+		item := workflowListItem{Workflow: wf, ConcurrencyPerKey: 1}
+		if rule := rules[wf.Name]; rule != nil {
+			f := workflowFlowOf(rule)
+			item.Paused, item.RatePerSecond, item.Burst, item.ConcurrencyPerKey = f.Paused, f.RatePerSecond, f.Burst, f.ConcurrencyPerKey
+		}
+		out.Workflows[i] = item
+	}
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 var workflowFields = map[string]bool{"pool": true, "timeout_ms": true, "max_attempts": true}

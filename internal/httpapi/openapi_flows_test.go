@@ -371,6 +371,11 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	if strings.TrimSpace(string(limited.body)) != `{"name":"demo.sleep","paused":false,"rate_per_second":500,"burst":50,"concurrency_per_key":2}` {
 		t.Errorf("workflow limits = %s", limited.body)
 	}
+	// The workflow list shows the limits too.
+	if list := do(get("/v1/admin/workflows", admin), valid); !strings.Contains(string(list.body),
+		`{"name":"demo.sleep","pool":"online","timeout_ms":0,"max_attempts":0,"remote":false,"paused":false,"rate_per_second":500,"burst":50,"concurrency_per_key":2}`) {
+		t.Errorf("workflow list after the PATCH = %s", list.body)
+	}
 	cleared := do(request{method: http.MethodPatch, path: "/v1/admin/workflows/demo.sleep", key: admin,
 		body: `{"rate_per_second":null,"concurrency_per_key":null}`}, valid)
 	if strings.TrimSpace(string(cleared.body)) != `{"name":"demo.sleep","paused":false,"rate_per_second":null,"burst":null,"concurrency_per_key":1}` {

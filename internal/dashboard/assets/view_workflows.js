@@ -29,6 +29,15 @@ function attempts(n) {
   return n > 0 ? String(n) : "server default";
 }
 
+// flow is a workflow's pause, rate limit and concurrency per key.
+function flow(w) {
+  const parts = [];
+  if (w.paused) parts.push("paused");
+  if (w.rate_per_second != null) parts.push(w.rate_per_second + "/s (burst " + w.burst + ")");
+  if (w.concurrency_per_key > 1) parts.push(w.concurrency_per_key + " per key");
+  return parts.length ? parts.join(" · ") : "—";
+}
+
 function row(w) {
   let action = null;
   if (w.remote) {
@@ -41,6 +50,7 @@ function row(w) {
     el("td", { text: w.pool }),
     el("td", { class: "num", text: timeout(w.timeout_ms), title: w.timeout_ms > 0 ? w.timeout_ms + " ms" : null }),
     el("td", { class: "num", text: attempts(w.max_attempts) }),
+    el("td", { class: "flow", text: flow(w) }),
     el("td", {}, action));
 }
 
