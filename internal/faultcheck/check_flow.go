@@ -13,8 +13,12 @@ import (
 // histories, read from the database after the run.
 type FlowView struct {
 	RatePerSecond, Burst, ConcurrencyPerKey int
-	Submitted                               int // tasks the scenario submitted
-	Tasks                                   []FlowTask
+	// RateLifted, when set, is when the scenario removed the rate limit
+	// (just before its call): the one-second bound holds for the starts
+	// before it.
+	RateLifted *time.Time
+	Submitted  int // tasks the scenario submitted
+	Tasks      []FlowTask
 }
 
 // FlowTask is one task of the flow scenario.
@@ -54,12 +58,20 @@ func checkFlow(p *parsed, r *Result) {
 	}
 	slices.SortFunc(all, func(a, b ev) int { return cmp.Compare(a.ID, b.ID) })
 	var starts []time.Time
-	running := map[string]int{}    // key → tasks running
-	isRunning := map[string]bool{} // task → running
+	running := map[string]int{}       // key → tasks running
+	isRunning := map[string]bool{}    // task → running
+	lastEnd := map[string]time.Time{} // key → when its last running task ended
 	for _, e := range all {
 		switch {
 		case e.From == dockettype.StateQueued && e.To == dockettype.StateRunning:
-			starts = append(starts, e.At)
+			if v.RateLifted == nil || e.At.Before(*v.RateLifted) {
+				starts = append(starts, e.At)
+			}
+			// Started by the finish that freed its key's slot (the
+			// hand-off writes both with the finish's time).
+			if end, ok := lastEnd[e.key]; ok && end.Equal(e.At) {
+				r.FlowHandOffs++
+			}
 			isRunning[e.TaskID] = true
 			running[e.key]++
 			r.FlowPeakPerKey = max(r.FlowPeakPerKey, running[e.key])
@@ -70,9 +82,10 @@ func checkFlow(p *parsed, r *Result) {
 		case isRunning[e.TaskID]:
 			isRunning[e.TaskID] = false
 			running[e.key]--
+			lastEnd[e.key] = e.At
 		}
 	}
-	r.FlowStarts = len(starts)
+	r.FlowStarts = len(starts) // under the rate limit
 	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 	j := 0
 	for i := range starts {

@@ -190,6 +190,9 @@ type Result struct {
 	FlowStarts        int `json:"flow_starts,omitempty"`
 	FlowPeakPerSecond int `json:"flow_peak_per_second,omitempty"`
 	FlowPeakPerKey    int `json:"flow_peak_per_key,omitempty"`
+	// FlowHandOffs counts the starts made by the finish that freed the
+	// key's slot (store.HandOff).
+	FlowHandOffs int `json:"flow_hand_offs,omitempty"`
 
 	// Anomalies counts each kind (see Anomaly*); Examples gives a few of
 	// each, with task IDs.

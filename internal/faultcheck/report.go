@@ -106,8 +106,8 @@ func WriteText(w io.Writer, reports []*Report) {
 				res.DependencyGraphs, res.Dependents, res.DependentsFailed, res.Anomalies[AnomalyDependencyEarly], res.Anomalies[AnomalyDependencyWaiting])
 		}
 		if res.FlowTasks > 0 {
-			row("flow", "%d tasks, %d ended · %d starts, at most %d in one second · at most %d running per key · limits exceeded %d",
-				res.FlowTasks, res.FlowFinished, res.FlowStarts, res.FlowPeakPerSecond, res.FlowPeakPerKey, res.Anomalies[AnomalyFlowLimit])
+			row("flow", "%d tasks, %d ended · %d starts under the rate limit, at most %d in one second · at most %d running per key · %d started by hand-off · limits exceeded %d",
+				res.FlowTasks, res.FlowFinished, res.FlowStarts, res.FlowPeakPerSecond, res.FlowPeakPerKey, res.FlowHandOffs, res.Anomalies[AnomalyFlowLimit])
 		}
 		for _, f := range res.Findings {
 			row("FINDING", "%s", f)

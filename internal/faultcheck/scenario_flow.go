@@ -34,14 +34,17 @@ const (
 // flow submits flowTasks keyed tasks as a tenant of its own, beside the
 // usual load, with a rate limit on the tenant and a concurrency per key on
 // demo.sleep; on PostgreSQL three nodes claim them. It kills a random node
-// with SIGKILL every 1–4 s and starts it again 0–1 s later. After the
+// with SIGKILL every 1–4 s and starts it again 0–1 s later. Half-way it
+// removes the rate limit and submits flowTasks more (their keys' next
+// tasks are then started by the finishes that free them). After the
 // drain it waits for its tasks to end and reads their histories: no
-// one-second window with more starts than rate + burst, no key with more
-// running than its limit (checkFlow).
+// one-second window with more starts than rate + burst while the limit
+// held, no key with more running than its limit (checkFlow).
 type flow struct {
 	tenant  string
 	clients []*client.Client // one per node
 	keys    map[string]string
+	lifted  *time.Time // when the rate limit was removed
 }
 
 func newFlow() Scenario { return &flow{keys: map[string]string{}} }
@@ -103,12 +106,39 @@ func (f *flow) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {
 			return fmt.Errorf("set the flow limits: %w", err)
 		}
 	}
-	// The tasks, in batches: each key gets tasks of 20–120 ms.
+	if err := f.submit(r, rng, "a"); err != nil {
+		return err
+	}
+	// Half the load under the rate limit, then without it: with no pause
+	// or rate limit anywhere, the finish that frees a key's slot starts
+	// the key's next task itself (the hand-off), under the same kills.
+	half, cancel := context.WithTimeout(ctx, r.opts.Duration/2)
+	err := r.killsAndStops(half, rng, nil)
+	cancel()
+	if err != nil || ctx.Err() != nil {
+		return err
+	}
+	lifted := r.opts.Clock.Now()
+	if err := f.call(context.Background(), r, func(ctx context.Context, c *client.Client) error {
+		return c.Call(ctx, "PATCH", "/v1/admin/tenants/"+f.tenant, map[string]any{"rate_per_second": nil, "burst": nil}, nil)
+	}); err != nil {
+		return fmt.Errorf("lift the rate limit: %w", err)
+	}
+	f.lifted = &lifted
+	if err := f.submit(r, rng, "b"); err != nil {
+		return err
+	}
+	return r.killsAndStops(ctx, rng, nil)
+}
+
+// submit submits flowTasks keyed tasks, in batches: each key gets tasks
+// of 20–120 ms.
+func (f *flow) submit(r *rig, rng *mrand.Rand, round string) error {
 	for b := 0; b < flowTasks; b += client.MaxBatchItems {
 		var tasks []*client.SubmitParams
 		for i := b; i < min(b+client.MaxBatchItems, flowTasks); i++ {
 			key := fmt.Sprintf("k%02d", i%flowKeys)
-			idem := fmt.Sprintf("%s-%d", f.tenant, i)
+			idem := fmt.Sprintf("%s-%s%d", f.tenant, round, i)
 			f.keys[idem] = key
 			tasks = append(tasks, &client.SubmitParams{IdempotencyKey: idem, Workflow: "demo.sleep", Pool: dockettype.PoolOffline,
 				Input: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 20+rng.IntN(100))), ConcurrencyKey: key, TimeoutMS: 600_000})
@@ -125,7 +155,7 @@ func (f *flow) Inject(ctx context.Context, r *rig, rng *mrand.Rand) error {
 			return fmt.Errorf("submit the flow tasks: %w", err)
 		}
 	}
-	return r.killsAndStops(ctx, rng, nil)
+	return nil
 }
 
 // Heal: the rig starts stopped nodes.
@@ -148,7 +178,7 @@ func (f *flow) collectFlow(ctx context.Context, r *rig, st store.Store) (*FlowVi
 	if live > 0 {
 		r.note(fmt.Sprintf("%d flow tasks had not ended 2 minutes after the drain", live))
 	}
-	v := &FlowView{RatePerSecond: flowRate, Burst: flowBurst, ConcurrencyPerKey: flowPerKey, Submitted: len(f.keys)}
+	v := &FlowView{RatePerSecond: flowRate, Burst: flowBurst, ConcurrencyPerKey: flowPerKey, RateLifted: f.lifted, Submitted: len(f.keys)}
 	for _, t := range tasks {
 		evs, err := st.ListEvents(ctx, &store.GetTaskParams{Tenant: f.tenant, TaskID: t.ID})
 		if err != nil {
