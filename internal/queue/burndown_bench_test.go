@@ -63,10 +63,7 @@ func BenchmarkBurnDown(b *testing.B) {
 // (-benchtime Nx), so that a machine whose load drifts weighs on both
 // alike. It reports the medians of each and of the rounds' on/off ratios.
 func BenchmarkBurnDownTracing(b *testing.B) {
-	rounds := 5
-	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
+	rounds := benchRounds(5)
 	backends := burnDownBackends()
 	for _, name := range []string{"sqlite", "postgres"} {
 		open, ok := backends[name]
@@ -92,6 +89,14 @@ func BenchmarkBurnDownTracing(b *testing.B) {
 			b.ReportMetric(median(spans), "spans/task")
 		})
 	}
+}
+
+// benchRounds is BENCH_ROUNDS, or def.
+func benchRounds(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
 
 func median(v []float64) float64 {

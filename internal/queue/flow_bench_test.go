@@ -250,3 +250,43 @@ func keyTimeline(events []flowEvent) (run, gap float64) {
 	}
 	return median(runs), median(gaps)
 }
+
+// BenchmarkFlowLimitsNotBinding: the same burn-down of 20,000 no-op tasks
+// on three nodes, without rules and with limits that do not bind (a
+// 1,000,000/s rate limit on the drained workflow and a pause of another
+// tenant, so that every claim takes the flow-controlled path), in
+// alternating rounds (BENCH_ROUNDS, default 3); the medians and the median
+// of the rounds' ratios.
+func BenchmarkFlowLimitsNotBinding(b *testing.B) {
+	url := pgtest.URL(b)
+	const tasks = 20_000
+	rounds := benchRounds(3)
+	for range b.N {
+		var off, on, ratio []float64
+		for range rounds {
+			var pair [2]float64
+			for i, limited := range []bool{false, true} {
+				schema := pgtest.Schema(b, url)
+				st, svcs := flowNodes(b, url, schema, 3)
+				admitBench(b, st, tasks, func(int) string { return "" })
+				if limited {
+					rate, burst := 1_000_000, 1000
+					if _, err := st.UpdateFlowRule(context.Background(), &store.UpdateFlowRuleParams{Now: time.Now(),
+						Target: store.FlowTarget{Scope: store.ScopeWorkflow, Key: "bench.noop"}, RatePerSecond: &rate, Burst: &burst}); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := st.SetPaused(context.Background(), &store.SetPausedParams{Now: time.Now(),
+						Target: store.FlowTarget{Scope: store.ScopeTenant, Key: "someone-else"}, Paused: true}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				d := runNodes(b, svcs, func() bool { return succeeded(svcs) >= tasks })
+				pair[i] = tasks / d.Seconds()
+			}
+			off, on, ratio = append(off, pair[0]), append(on, pair[1]), append(ratio, pair[1]/pair[0])
+		}
+		b.ReportMetric(median(off), "none-tasks/s")
+		b.ReportMetric(median(on), "unbound-tasks/s")
+		b.ReportMetric(median(ratio), "unbound/none")
+	}
+}
