@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -70,22 +71,38 @@ func TestFinishStartsTheKeysNextTaskOnThisNode(t *testing.T) {
 	}
 }
 
-// While the pool's claims find more ready work than it has workers for,
-// a freed slot goes through the claims (which share workers fairly between
-// tenants), not straight to this node's workers.
-func TestNoHandOffWhileThePoolIsSaturated(t *testing.T) {
+// While another tenant's ready work waits for the pool's one worker, a
+// freed key slot goes through the claims, which share the worker fairly
+// between the tenants, not straight to the key's next task: every claim
+// finds ready work (globex's backlog), so the pool never has room for a
+// hand-off, and the tenants take turns.
+func TestNoHandOffWhileOtherWorkWaits(t *testing.T) {
 	h := newHarness(t, func(_ *harness, c *Config) { c.Online.Workers = 1 })
 	k := &keyedRun{}
 	h.rt.register("test.keyed", dockettype.PoolOnline, k.workflow)
-	tasks := submitKeyed(h, 3, "customer-1")
+	keyed := submitKeyed(h, 3, "customer-1")
+	bob := principal("globex", "bob")
+	var backlog []*dockettype.Task
+	for i := range 6 {
+		res, err := h.svc.Submit(context.Background(), bob, &SubmitRequest{IdempotencyKey: fmt.Sprint("b-", i),
+			Workflow: "test.keyed", Input: json.RawMessage(fmt.Sprint(10 + i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		backlog = append(backlog, res.Task)
+	}
 	h.start()
-	for _, task := range tasks {
+	for _, task := range keyed {
 		h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
 	}
-	if got := testutil.ToFloat64(h.svc.metrics.HandOffs.WithLabelValues(string(dockettype.PoolOnline))); got != 0 {
-		t.Errorf("hand-offs = %v, want 0 (every claim filled the pool's one worker)", got)
+	for _, task := range backlog {
+		h.waitTerminal(bob, task.ID, dockettype.StateSucceeded)
 	}
-	if got := k.ran(); got != "[0 1 2]" {
-		t.Errorf("ran %v, want [0 1 2]", got)
+	if got := testutil.ToFloat64(h.svc.metrics.HandOffs.WithLabelValues(string(dockettype.PoolOnline))); got != 0 {
+		t.Errorf("hand-offs = %v, want 0 (every claim found globex's backlog ready)", got)
+	}
+	// The key's tasks did not run back to back ahead of the backlog.
+	if got := k.ran(); strings.HasPrefix(got, "[0 1 2") {
+		t.Errorf("ran %v: the key's chain ran ahead of the other tenant", got)
 	}
 }
