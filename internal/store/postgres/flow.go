@@ -194,7 +194,7 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 // Take reads them after its own).
 func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
 	tenants, workflows, keys := keyArrays(free)
-	h := store.HandOff{Queue: "-"} // no queue is named "-": nothing starts
+	var h store.HandOff // Limit 0: nothing starts
 	if start != nil {
 		h = *start
 	}

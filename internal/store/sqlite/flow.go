@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"database/sql"
-	"slices"
 	"time"
 
 	"github.com/docket-dev/docket/internal/store"
@@ -31,23 +30,6 @@ func (t *txn) Candidates(queue store.Queue, tenant string, limit int, exceptWork
 
 // Start moves ready tasks to running and reads them with their input.
 func (t *txn) Start(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
-	return t.start(ids, owner, expires, now)
-}
-
-// startUnruled is Start unless a pause or a rate limit is in force (the
-// one writer reads the rules in the same transaction).
-func (t *txn) startUnruled(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
-	var ruled bool
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT EXISTS (SELECT 1 FROM flow_rules WHERE paused OR rate_per_second IS NOT NULL)`).Scan(&ruled); err != nil {
-		return nil, err
-	}
-	if ruled {
-		return nil, nil
-	}
-	return t.start(ids, owner, expires, now)
-}
-
-func (t *txn) start(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
 	list := jsonArg(ids)
 	if err := t.exec(`UPDATE task_queue SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
 			lease_owner = ?, lease_expires_at = ?, started_at = coalesce(started_at, ?)
@@ -138,7 +120,13 @@ func (t *txn) AddKeySlots(deltas []engine.KeyDelta) error {
 // ReleaseKeys frees slots and gives them to waiting tasks.
 func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
 	out, err := t.releaseKeys(deltas, now)
-	if err != nil || start == nil {
+	if err != nil || start == nil || len(out) == 0 {
+		return out, nil, err
+	}
+	// The one writer reads the rules in this transaction: with a pause or
+	// a rate limit in force, nothing is handed off.
+	var ruled bool
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT EXISTS (SELECT 1 FROM flow_rules WHERE paused OR rate_per_second IS NOT NULL)`).Scan(&ruled); err != nil || ruled {
 		return out, nil, err
 	}
 	var ids []string
@@ -153,20 +141,9 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 	if len(ids) == 0 {
 		return out, nil, nil
 	}
-	started, err := t.startUnruled(ids, start.Owner, start.Expires, now)
+	started, err := t.Start(ids, start.Owner, start.Expires, now)
 	if err != nil {
 		return nil, nil, err
-	}
-	if len(started) < len(ids) { // a pause or a rate limit: they stay ready
-		running := map[string]bool{}
-		for _, c := range started {
-			running[c.Task.ID] = true
-		}
-		for _, m := range out {
-			if slices.Contains(ids, m.TaskID) && !running[m.TaskID] {
-				moved = append(moved, m)
-			}
-		}
 	}
 	return moved, started, nil
 }
