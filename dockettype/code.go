@@ -6,17 +6,21 @@ package dockettype
 type Code string
 
 const (
-	CodeUnauthenticated     Code = "unauthenticated"       // 401: no key, unknown key, revoked key
-	CodeForbidden           Code = "forbidden"             // 403: the key's role may not do this
-	CodeInvalidRequest      Code = "invalid_request"       // 400: malformed JSON, unknown field, bad header or parameter
-	CodeUnknownWorkflow     Code = "unknown_workflow"      // 400: the workflow is not registered in this mode
-	CodePayloadTooLarge     Code = "payload_too_large"     // 413: body over the limit
-	CodeNotFound            Code = "not_found"             // 404: no such task for this tenant
-	CodeMethodNotAllowed    Code = "method_not_allowed"    // 405: the route does not serve this method (see the Allow header)
-	CodeIdempotencyConflict Code = "idempotency_conflict"  // 409: key reused with a different request
-	CodeBuiltinWorkflow     Code = "builtin_workflow"      // 409: the name is a workflow compiled into the server (it cannot be registered or removed as a remote one)
-	CodeQueueFull           Code = "queue_full"            // 429: the pool's capacity is reached
-	CodeNotRetryable        Code = "not_retryable"         // 409: retry of a task that succeeded or is not terminal
+	CodeUnauthenticated     Code = "unauthenticated"      // 401: no key, unknown key, revoked key
+	CodeForbidden           Code = "forbidden"            // 403: the key's role may not do this
+	CodeInvalidRequest      Code = "invalid_request"      // 400: malformed JSON, unknown field, bad header or parameter
+	CodeUnknownWorkflow     Code = "unknown_workflow"     // 400: the workflow is not registered in this mode
+	CodePayloadTooLarge     Code = "payload_too_large"    // 413: body over the limit
+	CodeNotFound            Code = "not_found"            // 404: no such task for this tenant
+	CodeMethodNotAllowed    Code = "method_not_allowed"   // 405: the route does not serve this method (see the Allow header)
+	CodeIdempotencyConflict Code = "idempotency_conflict" // 409: key reused with a different request
+	CodeBuiltinWorkflow     Code = "builtin_workflow"     // 409: the name is a workflow compiled into the server (it cannot be registered or removed as a remote one)
+	CodeQueueFull           Code = "queue_full"           // 429: the pool's capacity is reached
+	CodeNotRetryable        Code = "not_retryable"        // 409: retry of a task that succeeded or is not terminal
+	// 409: the task's pool, tenant or workflow is paused and the operator
+	// chose to refuse submissions while it is (POST /v1/admin/pause with
+	// "refuse_submissions": true); nothing is admitted.
+	CodeSubmissionsPaused   Code = "submissions_paused"
 	CodeTenantQuotaExceeded Code = "tenant_quota_exceeded" // 429: the tenant's in-flight limit is reached
 	// 429: the tenant keeps as many bytes (inputs, results, evidence) as
 	// its storage quota allows; retention frees them.
@@ -51,7 +55,7 @@ const (
 // Codes lists the closed set, in documentation order.
 var Codes = []Code{
 	CodeUnauthenticated, CodeForbidden, CodeInvalidRequest, CodeUnknownWorkflow,
-	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeBuiltinWorkflow, CodeNotRetryable, CodeQueueFull,
+	CodePayloadTooLarge, CodeNotFound, CodeMethodNotAllowed, CodeIdempotencyConflict, CodeBuiltinWorkflow, CodeNotRetryable, CodeSubmissionsPaused, CodeQueueFull,
 	CodeTenantQuotaExceeded, CodeStorageQuotaExceeded, CodeTooManyRequests, CodeStoreUnavailable, CodeInternal,
 	CodeStoreCorrupt, CodeWritesFailing, CodeInvalidDependency,
 	CodeLeaseLost, CodeWorkerPanic, CodeDeadlineExceeded, CodeCancelled,

@@ -9,13 +9,15 @@ import (
 	"strconv"
 )
 
-// pausedJSON is the answer of pause and resume.
+// pausedJSON is the answer of pause and resume: each item names its
+// target and may say "refuse_submissions": true.
 type pausedJSON struct {
-	Paused []map[string]string `json:"paused"`
+	Paused []map[string]any `json:"paused"`
 }
 
 // pauseCmd is docket pause (paused) or docket resume: exactly one of
-// --pool, --tenant, --workflow.
+// --pool, --tenant, --workflow; docket pause may add
+// --refuse-submissions.
 func pauseCmd(paused bool) func(args []string, stdout, stderr io.Writer) error {
 	name, path := "resume", "/v1/admin/resume"
 	if paused {
@@ -27,19 +29,29 @@ func pauseCmd(paused bool) func(args []string, stdout, stderr io.Writer) error {
 		pool := fs.String("pool", "", "the pool (online or offline)")
 		tenant := fs.String("tenant", "", "the tenant")
 		workflow := fs.String("workflow", "", "the workflow (built-in or remote)")
+		refuse := new(bool)
+		usage := fmt.Sprintf("usage: docket %s --pool P | --tenant T | --workflow W", name)
+		if paused {
+			refuse = fs.Bool("refuse-submissions", false,
+				"also refuse its submissions (409 submissions_paused) until it is resumed, instead of admitting them to wait")
+			usage += " [--refuse-submissions]"
+		}
 		asJSON := fs.Bool("json", !isTerminal(stdout), "print the API's JSON; default: a summary on a terminal, JSON otherwise")
 		pos, err := parse(fs, args)
 		if err != nil {
 			return err
 		}
-		body := map[string]string{}
+		body := map[string]any{}
 		for scope, v := range map[string]string{"pool": *pool, "tenant": *tenant, "workflow": *workflow} {
 			if v != "" {
 				body[scope] = v
 			}
 		}
 		if len(pos) != 0 || len(body) != 1 {
-			return fmt.Errorf("usage: docket %s --pool P | --tenant T | --workflow W", name)
+			return errors.New(usage)
+		}
+		if *refuse {
+			body["refuse_submissions"] = true
 		}
 		c, err := newClient(*u, *key)
 		if err != nil {
@@ -58,8 +70,14 @@ func pauseCmd(paused bool) func(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(stdout, "paused:")
 		for _, p := range out.Paused {
-			for scope, v := range p {
-				fmt.Fprintf(stdout, "  %s %s\n", scope, v)
+			for _, scope := range []string{"pool", "tenant", "workflow"} {
+				if v, ok := p[scope].(string); ok {
+					note := ""
+					if p["refuse_submissions"] == true {
+						note = " (refusing submissions)"
+					}
+					fmt.Fprintf(stdout, "  %s %s%s\n", scope, v, note)
+				}
 			}
 		}
 		return nil

@@ -27,6 +27,22 @@ func TestFlowCommands(t *testing.T) {
 	if code, _, errOut = runCLI(t, "pause", "--pool", "online", "--url", s.URL, "--key", s.Key); code != 1 || !strings.Contains(errOut, "forbidden") {
 		t.Errorf("pause with a member key: exit %d, %q", code, errOut)
 	}
+	// A pause that refuses submissions: the answer says so, a submission
+	// through the CLI is refused with its code, resume has no such flag.
+	code, out, errOut = cli("pause", "--workflow", "demo.fail", "--refuse-submissions")
+	if code != 0 || !strings.Contains(out, `"refuse_submissions": true`) || !strings.Contains(out, `"workflow": "demo.fail"`) {
+		t.Fatalf("pause --refuse-submissions: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, "submit", "--url", s.URL, "--key", s.Key, "--workflow", "demo.fail", "--idempotency-key", "refused")
+	if code != 1 || !strings.Contains(errOut, "submissions_paused") {
+		t.Errorf("submit under a refusing pause: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut = cli("resume", "--workflow", "demo.fail", "--refuse-submissions"); code == 0 {
+		t.Errorf("resume --refuse-submissions: exit %d, %q, want a usage error", code, errOut)
+	}
+	if code, out, _ = cli("resume", "--workflow", "demo.fail"); code != 0 {
+		t.Errorf("resume of the workflow: exit %d, %q", code, out)
+	}
 	code, out, _ = cli("resume", "--tenant", "acme")
 	var paused pausedJSON
 	if code != 0 || json.Unmarshal([]byte(out), &paused) != nil || len(paused.Paused) != 0 {

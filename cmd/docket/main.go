@@ -65,8 +65,9 @@ client (talk to a running server; --url/DOCKET_URL, --key/DOCKET_API_KEY):
   schedules put NAME --tenant T --workflow W --cron EXPR
                         create or replace a periodic schedule (admin key);
                         also list, get, pause, resume, delete NAME
-  pause --pool P | --tenant T | --workflow W
-                        stop starting its tasks on every node (admin key); resume: start again
+  pause --pool P | --tenant T | --workflow W [--refuse-submissions]
+                        stop starting its tasks on every node (admin key), and with
+                        --refuse-submissions refuse its submissions; resume: start again
   limits --tenant T | --workflow W [--rate N|none] [--burst N] [--concurrency-per-key N|none]
                         set rate limits on starts and the concurrency per key (admin key)
 measure:

@@ -14,7 +14,8 @@ import (
 // FlowAdmin pauses and limits pools, tenants and workflows (see
 // docs/flow-control.md). *queue.Service satisfies it.
 type FlowAdmin interface {
-	SetPaused(ctx context.Context, t store.FlowTarget, paused bool) ([]store.FlowTarget, error)
+	Pause(ctx context.Context, t store.FlowTarget, refuseSubmissions bool) ([]store.Pause, error)
+	Resume(ctx context.Context, t store.FlowTarget) ([]store.Pause, error)
 	UpdateFlow(ctx context.Context, c *queue.FlowChange) (*store.FlowRule, error)
 	FlowRule(ctx context.Context, t store.FlowTarget) (*store.FlowRule, error)
 	FlowRules(ctx context.Context) ([]*store.FlowRule, error)
@@ -33,29 +34,49 @@ func (s *server) flowRoutes() []route {
 }
 
 // pausedBody is the answer of pause and resume: everything paused, each
-// as {"pool": …}, {"tenant": …} or {"workflow": …}.
+// as {"pool": …}, {"tenant": …} or {"workflow": …}, with
+// "refuse_submissions": true when its pause refuses them.
 type pausedBody struct {
-	Paused []map[string]string `json:"paused"`
+	Paused []map[string]any `json:"paused"`
 }
 
-func pausedOf(ts []store.FlowTarget) pausedBody {
-	out := pausedBody{Paused: make([]map[string]string, len(ts))}
-	for i, t := range ts {
-		out.Paused[i] = map[string]string{t.Scope: t.Key}
+func pausedOf(ps []store.Pause) pausedBody {
+	out := pausedBody{Paused: make([]map[string]any, len(ps))}
+	for i, p := range ps {
+		out.Paused[i] = map[string]any{p.Scope: p.Key}
+		if p.RefuseSubmissions {
+			out.Paused[i]["refuse_submissions"] = true
+		}
 	}
 	return out
 }
 
-var pauseFields = map[string]bool{"pool": true, "tenant": true, "workflow": true}
+var (
+	resumeFields = map[string]bool{"pool": true, "tenant": true, "workflow": true}
+	pauseFields  = map[string]bool{"pool": true, "tenant": true, "workflow": true, "refuse_submissions": true}
+)
 
 // pauseHandler serves POST /v1/admin/pause and /v1/admin/resume: the body
-// names exactly one pool, tenant or workflow.
+// names exactly one pool, tenant or workflow; a pause may also say
+// "refuse_submissions" (a boolean, false if absent).
 func (s *server) pauseHandler(paused bool) principalHandler {
+	fields := resumeFields
+	if paused {
+		fields = pauseFields
+	}
 	return func(w http.ResponseWriter, r *http.Request, _ dockettype.Principal) {
-		raw, _, err := s.objectBody(w, r, pauseFields, s.maxBody)
+		raw, _, err := s.objectBody(w, r, fields, s.maxBody)
 		if err != nil {
 			writeError(w, r, err)
 			return
+		}
+		var refuse bool
+		if v, ok := raw["refuse_submissions"]; ok {
+			if json.Unmarshal(v, &refuse) != nil || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+				writeError(w, r, invalidRequest(`"refuse_submissions" must be true or false`))
+				return
+			}
+			delete(raw, "refuse_submissions")
 		}
 		if len(raw) != 1 {
 			writeError(w, r, invalidRequest(`name exactly one of "pool", "tenant" or "workflow"`))
@@ -69,7 +90,12 @@ func (s *server) pauseHandler(paused bool) principalHandler {
 				return
 			}
 		}
-		out, err := s.flow.SetPaused(r.Context(), t, paused)
+		var out []store.Pause
+		if paused {
+			out, err = s.flow.Pause(r.Context(), t, refuse)
+		} else {
+			out, err = s.flow.Resume(r.Context(), t)
+		}
 		if err != nil {
 			writeError(w, r, s.adminStoreError(r.Context(), "set_paused", err))
 			return
@@ -78,7 +104,7 @@ func (s *server) pauseHandler(paused bool) principalHandler {
 		if paused {
 			action = "paused"
 		}
-		s.log.InfoContext(r.Context(), "flow "+action, "scope", t.Scope)
+		s.log.InfoContext(r.Context(), "flow "+action, "scope", t.Scope, "refuse_submissions", refuse)
 		writeJSON(w, r, http.StatusOK, pausedOf(out))
 	}
 }
@@ -110,13 +136,15 @@ func rateChange(raw map[string]json.RawMessage, c *queue.FlowChange) error {
 type workflowFlowBody struct {
 	Name              string `json:"name"`
 	Paused            bool   `json:"paused"`
+	RefuseSubmissions bool   `json:"refuse_submissions"`
 	RatePerSecond     *int   `json:"rate_per_second"`
 	Burst             *int   `json:"burst"`
 	ConcurrencyPerKey int    `json:"concurrency_per_key"`
 }
 
 func workflowFlowOf(r *store.FlowRule) workflowFlowBody {
-	b := workflowFlowBody{Name: r.Key, Paused: r.Paused, ConcurrencyPerKey: max(r.ConcurrencyPerKey, 1)}
+	b := workflowFlowBody{Name: r.Key, Paused: r.Paused, RefuseSubmissions: r.RefuseSubmissions,
+		ConcurrencyPerKey: max(r.ConcurrencyPerKey, 1)}
 	b.RatePerSecond, b.Burst = rateOf(r)
 	return b
 }
@@ -159,13 +187,13 @@ func (s *server) patchWorkflow(w http.ResponseWriter, r *http.Request, _ dockett
 
 // flowStatsBody is the flow control part of GET /v1/admin/stats.
 type flowStatsBody struct {
-	Paused    []map[string]string `json:"paused"`
-	Workflows []workflowFlowBody  `json:"workflows"`
+	Paused    []map[string]any   `json:"paused"`
+	Workflows []workflowFlowBody `json:"workflows"`
 }
 
 // flowStats reads the rules for the stats answer and the tenants' fields.
 func (s *server) flowStats(ctx context.Context) (*flowStatsBody, map[string]*store.FlowRule, error) {
-	out := &flowStatsBody{Paused: []map[string]string{}, Workflows: []workflowFlowBody{}}
+	out := &flowStatsBody{Paused: []map[string]any{}, Workflows: []workflowFlowBody{}}
 	tenants := map[string]*store.FlowRule{}
 	if s.flow == nil {
 		return out, tenants, nil
@@ -174,9 +202,10 @@ func (s *server) flowStats(ctx context.Context) (*flowStatsBody, map[string]*sto
 	if err != nil {
 		return nil, nil, err
 	}
+	var paused []store.Pause
 	for _, r := range rules {
 		if r.Paused {
-			out.Paused = append(out.Paused, map[string]string{r.Scope: r.Key})
+			paused = append(paused, store.Pause{FlowTarget: r.FlowTarget, RefuseSubmissions: r.RefuseSubmissions})
 		}
 		switch r.Scope {
 		case store.ScopeWorkflow:
@@ -185,6 +214,7 @@ func (s *server) flowStats(ctx context.Context) (*flowStatsBody, map[string]*sto
 			tenants[r.Key] = r
 		}
 	}
+	out.Paused = append(out.Paused, pausedOf(paused).Paused...)
 	return out, tenants, nil
 }
 
@@ -192,7 +222,7 @@ func (s *server) flowStats(ctx context.Context) (*flowStatsBody, map[string]*sto
 func withFlow(ts []tenantBody, rules map[string]*store.FlowRule) []tenantBody {
 	for i := range ts {
 		if r := rules[ts[i].ID]; r != nil {
-			ts[i].Paused = r.Paused
+			ts[i].Paused, ts[i].RefuseSubmissions = r.Paused, r.RefuseSubmissions
 			ts[i].RatePerSecond, ts[i].Burst = rateOf(r)
 		}
 	}

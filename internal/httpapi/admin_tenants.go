@@ -22,11 +22,12 @@ type tenantBody struct {
 	StorageQuotaBytes   int64 `json:"storage_quota_bytes"`
 	StorageQuotaDefault bool  `json:"storage_quota_default"`
 	StorageBytes        int64 `json:"storage_bytes"`
-	// Paused and the rate limit on starts (null: none); see
-	// docs/flow-control.md.
-	Paused        bool `json:"paused"`
-	RatePerSecond *int `json:"rate_per_second"`
-	Burst         *int `json:"burst"`
+	// Paused (and whether the pause refuses submissions) and the rate
+	// limit on starts (null: none); see docs/flow-control.md.
+	Paused            bool `json:"paused"`
+	RefuseSubmissions bool `json:"refuse_submissions"`
+	RatePerSecond     *int `json:"rate_per_second"`
+	Burst             *int `json:"burst"`
 }
 
 type tenantsBody struct {

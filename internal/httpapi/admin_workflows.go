@@ -29,6 +29,7 @@ type workflowsBody struct {
 type workflowListItem struct {
 	*remote.Workflow
 	Paused            bool `json:"paused"`
+	RefuseSubmissions bool `json:"refuse_submissions"`
 	RatePerSecond     *int `json:"rate_per_second"`
 	Burst             *int `json:"burst"`
 	ConcurrencyPerKey int  `json:"concurrency_per_key"`
@@ -77,7 +78,8 @@ func (s *server) listWorkflows(w http.ResponseWriter, r *http.Request, _ dockett
 		item := workflowListItem{Workflow: wf, ConcurrencyPerKey: 1}
 		if rule := rules[wf.Name]; rule != nil {
 			f := workflowFlowOf(rule)
-			item.Paused, item.RatePerSecond, item.Burst, item.ConcurrencyPerKey = f.Paused, f.RatePerSecond, f.Burst, f.ConcurrencyPerKey
+			item.Paused, item.RefuseSubmissions = f.Paused, f.RefuseSubmissions
+			item.RatePerSecond, item.Burst, item.ConcurrencyPerKey = f.RatePerSecond, f.Burst, f.ConcurrencyPerKey
 		}
 		out.Workflows[i] = item
 	}

@@ -38,6 +38,7 @@ var statusOf = map[dockettype.Code]int{
 	dockettype.CodeWritesFailing:        http.StatusServiceUnavailable,
 	dockettype.CodeInvalidDependency:    http.StatusBadRequest,
 	dockettype.CodeNotRetryable:         http.StatusConflict,
+	dockettype.CodeSubmissionsPaused:    http.StatusConflict,
 }
 
 type errorBody struct {

@@ -365,20 +365,39 @@ func TestOpenAPIContractFlows(t *testing.T) {
 	if r := do(post("/v1/admin/resume", admin, `{"tenant":"nobody"}`), valid); strings.TrimSpace(string(r.body)) != `{"paused":[]}` {
 		t.Errorf("resume = %s", r.body)
 	}
+	// A pause that refuses submissions: 409 submissions_paused, alone in
+	// a batch; a resume admits the same request again.
+	refusing := do(post("/v1/admin/pause", admin, `{"workflow":"demo.fail","refuse_submissions":true}`), valid)
+	if strings.TrimSpace(string(refusing.body)) != `{"paused":[{"refuse_submissions":true,"workflow":"demo.fail"}]}` {
+		t.Errorf("refusing pause = %s", refusing.body)
+	}
+	do(post("/v1/admin/pause", admin, `{"workflow":"demo.fail","refuse_submissions":"yes"}`), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(post("/v1/admin/resume", admin, `{"workflow":"demo.fail","refuse_submissions":false}`), invalid).
+		wantError(t, http.StatusBadRequest, dockettype.CodeInvalidRequest)
+	do(submitReq(s.Key, "refused-1", `{"workflow":"demo.fail"}`), valid).wantError(t, http.StatusConflict, dockettype.CodeSubmissionsPaused)
+	wantBatchStatuses(t, do(post("/v1/tasks/batch", s.Key, `{"tasks":[
+		{"idempotency_key":"refused-2","workflow":"demo.echo"},
+		{"idempotency_key":"refused-1","workflow":"demo.fail"}]}`), valid), 201, 409)
+	if list := do(get("/v1/admin/workflows", admin), valid); !strings.Contains(string(list.body), `"name":"demo.fail","pool":"online","timeout_ms":0,"max_attempts":0,"remote":false,"paused":true,"refuse_submissions":true`) {
+		t.Errorf("workflow list with a refusing pause = %s", list.body)
+	}
+	do(post("/v1/admin/resume", admin, `{"workflow":"demo.fail"}`), valid).wantStatus(t, http.StatusOK)
+	do(submitReq(s.Key, "refused-1", `{"workflow":"demo.fail"}`), valid).wantStatus(t, http.StatusCreated)
 	limited := do(request{method: http.MethodPatch, path: "/v1/admin/workflows/demo.sleep", key: admin,
 		body: `{"rate_per_second":500,"burst":50,"concurrency_per_key":2}`}, valid)
 	limited.wantStatus(t, http.StatusOK)
-	if strings.TrimSpace(string(limited.body)) != `{"name":"demo.sleep","paused":false,"rate_per_second":500,"burst":50,"concurrency_per_key":2}` {
+	if strings.TrimSpace(string(limited.body)) != `{"name":"demo.sleep","paused":false,"refuse_submissions":false,"rate_per_second":500,"burst":50,"concurrency_per_key":2}` {
 		t.Errorf("workflow limits = %s", limited.body)
 	}
 	// The workflow list shows the limits too.
 	if list := do(get("/v1/admin/workflows", admin), valid); !strings.Contains(string(list.body),
-		`{"name":"demo.sleep","pool":"online","timeout_ms":0,"max_attempts":0,"remote":false,"paused":false,"rate_per_second":500,"burst":50,"concurrency_per_key":2}`) {
+		`{"name":"demo.sleep","pool":"online","timeout_ms":0,"max_attempts":0,"remote":false,"paused":false,"refuse_submissions":false,"rate_per_second":500,"burst":50,"concurrency_per_key":2}`) {
 		t.Errorf("workflow list after the PATCH = %s", list.body)
 	}
 	cleared := do(request{method: http.MethodPatch, path: "/v1/admin/workflows/demo.sleep", key: admin,
 		body: `{"rate_per_second":null,"concurrency_per_key":null}`}, valid)
-	if strings.TrimSpace(string(cleared.body)) != `{"name":"demo.sleep","paused":false,"rate_per_second":null,"burst":null,"concurrency_per_key":1}` {
+	if strings.TrimSpace(string(cleared.body)) != `{"name":"demo.sleep","paused":false,"refuse_submissions":false,"rate_per_second":null,"burst":null,"concurrency_per_key":1}` {
 		t.Errorf("cleared workflow limits = %s", cleared.body)
 	}
 	do(request{method: http.MethodPatch, path: "/v1/admin/workflows/demo.sleep", key: admin, body: `{"rate_per_second":0}`}, invalid).

@@ -66,20 +66,33 @@ func validTenant(s string) bool {
 	return true
 }
 
-// SetPaused pauses (paused) or resumes a pool, a tenant or a workflow and
-// returns everything paused. Running tasks finish; submissions are still
-// admitted; a resume starts the waiting tasks in the usual order.
-func (s *Service) SetPaused(ctx context.Context, t store.FlowTarget, paused bool) ([]store.FlowTarget, error) {
-	if err := s.checkTarget(ctx, t); err != nil {
+// Pause pauses a pool, a tenant or a workflow and returns everything
+// paused. Running tasks finish; submissions are still admitted to wait,
+// or with refuseSubmissions refused (submissions_paused). Pausing a paused
+// target again sets its refuseSubmissions.
+func (s *Service) Pause(ctx context.Context, t store.FlowTarget, refuseSubmissions bool) ([]store.Pause, error) {
+	return s.setFlowPaused(ctx, &store.SetPausedParams{Target: t, Paused: true, RefuseSubmissions: refuseSubmissions})
+}
+
+// Resume resumes a pool, a tenant or a workflow and returns everything
+// still paused: its waiting tasks start in the usual order, and its
+// submissions are admitted again.
+func (s *Service) Resume(ctx context.Context, t store.FlowTarget) ([]store.Pause, error) {
+	return s.setFlowPaused(ctx, &store.SetPausedParams{Target: t})
+}
+
+func (s *Service) setFlowPaused(ctx context.Context, p *store.SetPausedParams) ([]store.Pause, error) {
+	if err := s.checkTarget(ctx, p.Target); err != nil {
 		return nil, err
 	}
 	qctx, cancel := s.query(ctx)
 	defer cancel()
-	out, err := s.store.SetPaused(qctx, &store.SetPausedParams{Now: s.clock.Now(), Target: t, Paused: paused})
+	p.Now = s.clock.Now()
+	out, err := s.store.SetPaused(qctx, p)
 	if err != nil {
 		return nil, s.storeFailure(ctx, "set_paused", err)
 	}
-	if !paused {
+	if !p.Paused {
 		s.wakeAll()
 	}
 	return out, nil

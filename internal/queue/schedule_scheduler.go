@@ -145,7 +145,7 @@ func (sc *ScheduleScheduler) fireDue(ctx context.Context, row *store.Schedule) e
 					sc.metrics.ScheduleLag.Observe(res.Task.CreatedAt.Sub(plan.Fire).Seconds())
 				}
 			case errors.As(err, &de) && (de.Code == dockettype.CodeQueueFull || de.Code == dockettype.CodeTenantQuotaExceeded ||
-				de.Code == dockettype.CodeStorageQuotaExceeded):
+				de.Code == dockettype.CodeStorageQuotaExceeded || de.Code == dockettype.CodeSubmissionsPaused):
 				// Tried again at the next tick, until the missed policy
 				// takes it.
 				sc.metrics.ScheduleFires.WithLabelValues("deferred").Inc()

@@ -33,7 +33,7 @@ type Store interface {
 	Fork(name string, opts store.ForkOptions) (store.Store, error)
 	store.Schedules
 	store.Failures
-	SetPaused(ctx context.Context, params *store.SetPausedParams) ([]store.FlowTarget, error)
+	SetPaused(ctx context.Context, params *store.SetPausedParams) ([]store.Pause, error)
 	UpdateFlowRule(ctx context.Context, params *store.UpdateFlowRuleParams) (*store.FlowRule, error)
 	GetFlowRule(ctx context.Context, target store.FlowTarget) (*store.FlowRule, error)
 	ListFlowRules(ctx context.Context) ([]*store.FlowRule, error)

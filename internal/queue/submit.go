@@ -83,6 +83,9 @@ func (s *Service) admit(ctx context.Context, items []*store.AdmitItem) ([]BatchR
 		case store.StorageQuotaExceeded:
 			o.Err = s.reject(dockettype.CodeStorageQuotaExceeded,
 				"the tenant's storage quota is reached: finished tasks free it when retention deletes them", s.cfg.CleanerInterval)
+		case store.SubmissionsPaused:
+			o.Err = s.reject(dockettype.CodeSubmissionsPaused,
+				"its pool, tenant or workflow is paused and refuses submissions until it is resumed", 0)
 		case store.DependencyNotFound:
 			o.Err = s.reject(dockettype.CodeInvalidDependency,
 				"a task it depends on is not a task of this tenant, or an earlier item it names was not admitted", 0)

@@ -12,7 +12,7 @@ import (
 type FlowControl interface {
 	// SetPaused pauses (or resumes) one target and returns every paused
 	// target, by scope then key.
-	SetPaused(ctx context.Context, params *SetPausedParams) ([]FlowTarget, error)
+	SetPaused(ctx context.Context, params *SetPausedParams) ([]Pause, error)
 	// UpdateFlowRule changes the limits given and returns the rule. When
 	// the concurrency per key goes up, waiting tasks of its keys start in
 	// the same transaction.
@@ -57,6 +57,16 @@ type SetPausedParams struct {
 	Now    time.Time
 	Target FlowTarget
 	Paused bool
+	// RefuseSubmissions: while paused, admissions of the target's tasks
+	// are refused (SubmissionsPaused) rather than admitted to wait. A
+	// resume clears it; so does a pause without it.
+	RefuseSubmissions bool
+}
+
+// Pause is one paused target.
+type Pause struct {
+	FlowTarget
+	RefuseSubmissions bool
 }
 
 // UpdateFlowRuleParams changes a target's limits: a nil field is left as
@@ -76,6 +86,9 @@ type UpdateFlowRuleParams struct {
 type FlowRule struct {
 	FlowTarget
 	Paused bool
+	// RefuseSubmissions: the pause refuses admissions too (only while
+	// Paused).
+	RefuseSubmissions bool
 	// RatePerSecond bounds starts; 0: no rate limit. Burst is the extra
 	// a one-second window may hold (see docs/flow-control.md).
 	RatePerSecond int

@@ -315,6 +315,9 @@ const (
 	// (or an earlier item it names was not admitted); nothing is written
 	// for the item.
 	DependencyNotFound
+	// SubmissionsPaused: a pause of the item's pool, tenant or workflow
+	// refuses submissions (SetPausedParams.RefuseSubmissions).
+	SubmissionsPaused
 )
 
 func (o AdmitOutcome) String() string {
@@ -333,6 +336,8 @@ func (o AdmitOutcome) String() string {
 		return "storage_quota_exceeded"
 	case DependencyNotFound:
 		return "dependency_not_found"
+	case SubmissionsPaused:
+		return "submissions_paused"
 	}
 	return "unknown"
 }

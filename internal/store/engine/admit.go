@@ -294,9 +294,13 @@ func decide(items []*store.AdmitItem, bound map[TenantKey]Binding, gates *Gates,
 	return admitted
 }
 
-// take checks one item against capacity, then its tenant's limit, then
-// its tenant's storage quota, and counts it in gates when it fits.
+// take checks one item against the pauses that refuse submissions, then
+// capacity, then its tenant's limit, then its tenant's storage quota, and
+// counts it in gates when it fits.
 func take(gates *Gates, it *store.AdmitItem) store.AdmitOutcome {
+	if gates.refuses(it.Pool, it.Tenant, it.Workflow) {
+		return store.SubmissionsPaused
+	}
 	if capacity := it.PoolCapacity; capacity > 0 && gates.Pools[it.Pool] >= int64(capacity) {
 		return store.QueueFull
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -242,10 +243,50 @@ type Binding struct {
 	TaskID      string
 }
 
-// Gates are the in-flight counts and limits an admission checks.
+// Gates are the in-flight counts and limits an admission checks, and the
+// pauses that refuse submissions.
 type Gates struct {
 	Pools   map[dockettype.Pool]int64
 	Tenants map[string]TenantGate
+	// Refusing: the targets whose pause refuses submissions (nil: none).
+	Refusing map[store.FlowTarget]bool
+}
+
+// RefusingGatesSQL is the part of a backend's gates query (after UNION
+// ALL) that reads the pauses refusing submissions, as rows of AddRow.
+// Such rules are few: the table of rules is read whole.
+const RefusingGatesSQL = `SELECT 'refuse_' || scope, key, 0, 0, 0, 0 FROM flow_rules WHERE refuse_submissions`
+
+// AddRow adds one row of a backend's gates query to g: a pool's or a
+// tenant's counts (scope ScopePool, ScopeTenant), a tenant's limits
+// (scope "limit": limit and quota), or a pause that refuses submissions
+// (scope "refuse_" + the flow scope).
+func (g *Gates) AddRow(scope, key string, n, bytes int64, limit int, quota int64) {
+	tg := g.Tenants[key]
+	switch {
+	case scope == ScopePool:
+		g.Pools[dockettype.Pool(key)] = n
+		return
+	case scope == ScopeTenant:
+		tg.InFlight, tg.StoredBytes = n, bytes
+	case strings.HasPrefix(scope, "refuse_"):
+		if g.Refusing == nil {
+			g.Refusing = map[store.FlowTarget]bool{}
+		}
+		g.Refusing[store.FlowTarget{Scope: strings.TrimPrefix(scope, "refuse_"), Key: key}] = true
+		return
+	default:
+		tg.MaxInFlight, tg.StorageQuota = limit, quota
+	}
+	g.Tenants[key] = tg
+}
+
+// refuses reports whether a pause refuses an item of this pool, tenant
+// and workflow.
+func (g *Gates) refuses(pool dockettype.Pool, tenant, workflow string) bool {
+	return g.Refusing != nil && (g.Refusing[store.FlowTarget{Scope: store.ScopePool, Key: string(pool)}] ||
+		g.Refusing[store.FlowTarget{Scope: store.ScopeTenant, Key: tenant}] ||
+		g.Refusing[store.FlowTarget{Scope: store.ScopeWorkflow, Key: workflow}])
 }
 
 // TenantGate is a tenant's in-flight count and limit (0: unlimited), and

@@ -9,11 +9,12 @@ import (
 	"github.com/docket-dev/docket/internal/store"
 )
 
-const flowRuleCols = "scope, key, paused, coalesce(rate_per_second, 0), burst, coalesce(concurrency_per_key, 0), throttled_at"
+const flowRuleCols = "scope, key, paused, refuse_submissions, coalesce(rate_per_second, 0), burst, coalesce(concurrency_per_key, 0), throttled_at"
 
 func scanFlowRule(r Row) (*store.FlowRule, error) {
 	f := &store.FlowRule{}
-	return f, r.Scan(&f.Scope, &f.Key, &f.Paused, &f.RatePerSecond, &f.Burst, &f.ConcurrencyPerKey, AtOrNil(&f.ThrottledAt))
+	return f, r.Scan(&f.Scope, &f.Key, &f.Paused, &f.RefuseSubmissions, &f.RatePerSecond, &f.Burst, &f.ConcurrencyPerKey,
+		AtOrNil(&f.ThrottledAt))
 }
 
 func validTarget(t store.FlowTarget) bool {
@@ -28,21 +29,24 @@ func validTarget(t store.FlowTarget) bool {
 
 // SetPaused pauses or resumes a target; see store.FlowControl. Claims
 // read the pauses in their own transaction: none that starts after the
-// commit starts a task of a paused target.
-func (s *Store) SetPaused(ctx context.Context, p *store.SetPausedParams) ([]store.FlowTarget, error) {
-	if !validTarget(p.Target) {
+// commit starts a task of a paused target. Admissions read the pauses
+// that refuse submissions with their gates: none that reads them after
+// the commit admits a task of the target.
+func (s *Store) SetPaused(ctx context.Context, p *store.SetPausedParams) ([]store.Pause, error) {
+	if !validTarget(p.Target) || (p.RefuseSubmissions && !p.Paused) {
 		return nil, store.Named("set_paused", store.ErrInvalid)
 	}
-	return update(ctx, s.b, "set_paused", func(q Querier) ([]store.FlowTarget, error) {
-		if _, err := q.Exec(`INSERT INTO flow_rules (scope, key, paused, updated_at) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (scope, key) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
-			p.Target.Scope, p.Target.Key, p.Paused, ts(p.Now)); err != nil {
+	return update(ctx, s.b, "set_paused", func(q Querier) ([]store.Pause, error) {
+		if _, err := q.Exec(`INSERT INTO flow_rules (scope, key, paused, refuse_submissions, updated_at) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (scope, key) DO UPDATE SET paused = excluded.paused, refuse_submissions = excluded.refuse_submissions,
+				updated_at = excluded.updated_at`,
+			p.Target.Scope, p.Target.Key, p.Paused, p.RefuseSubmissions, ts(p.Now)); err != nil {
 			return nil, err
 		}
-		return all(q, func(r Row) (store.FlowTarget, error) {
-			var t store.FlowTarget
-			return t, r.Scan(&t.Scope, &t.Key)
-		}, "SELECT scope, key FROM flow_rules WHERE paused ORDER BY scope, key")
+		return all(q, func(r Row) (store.Pause, error) {
+			var t store.Pause
+			return t, r.Scan(&t.Scope, &t.Key, &t.RefuseSubmissions)
+		}, "SELECT scope, key, refuse_submissions FROM flow_rules WHERE paused ORDER BY scope, key")
 	})
 }
 

@@ -78,6 +78,11 @@ func retry(tx Tx, p *store.RetryParams) ([]store.RetryResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A retry is an operator's (or the tenant's) decision about a task
+		// already admitted, not a submission: a pause that refuses
+		// submissions lets it through, and the retried task waits for
+		// the resume like the rest.
+		gates.Refusing = nil
 		for _, i := range candidates {
 			it := p.Items[i]
 			switch take(gates, &store.AdmitItem{Pool: it.Queue.Pool(), Tenant: it.Tenant, PoolCapacity: it.PoolCapacity}) {

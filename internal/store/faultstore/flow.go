@@ -7,7 +7,7 @@ import (
 	"github.com/docket-dev/docket/internal/store"
 )
 
-func (s *Store) SetPaused(ctx context.Context, p *store.SetPausedParams) ([]store.FlowTarget, error) {
+func (s *Store) SetPaused(ctx context.Context, p *store.SetPausedParams) ([]store.Pause, error) {
 	if err := s.before(ctx, "set_paused"); err != nil {
 		return nil, err
 	}

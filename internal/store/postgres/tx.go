@@ -193,8 +193,9 @@ func (t *txn) ReadGates(pools []dockettype.Pool, tenants []string) (*engine.Gate
 			WHERE (scope = 'pool' AND key = ANY($1)) OR (scope = 'tenant' AND key = ANY($2))
 			GROUP BY scope, key
 		UNION ALL
-		SELECT 'limit', id, 0, 0, max_in_flight, coalesce(storage_quota_bytes, -1) FROM tenants WHERE id = ANY($2)`,
-		poolKeys(pools), tenants)
+		SELECT 'limit', id, 0, 0, max_in_flight, coalesce(storage_quota_bytes, -1) FROM tenants WHERE id = ANY($2)
+		UNION ALL
+		`+engine.RefusingGatesSQL, poolKeys(pools), tenants)
 	if err != nil {
 		return nil, err
 	}
@@ -204,17 +205,7 @@ func (t *txn) ReadGates(pools []dockettype.Pool, tenants []string) (*engine.Gate
 		limit           int
 	)
 	_, err = pgx.ForEachRow(rows, []any{&scope, &key, &n, &bytes, &limit, &quota}, func() error {
-		tg := g.Tenants[key]
-		switch scope {
-		case engine.ScopePool:
-			g.Pools[dockettype.Pool(key)] = n
-			return nil
-		case engine.ScopeTenant:
-			tg.InFlight, tg.StoredBytes = n, bytes
-		default:
-			tg.MaxInFlight, tg.StorageQuota = limit, quota
-		}
-		g.Tenants[key] = tg
+		g.AddRow(scope, key, n, bytes, limit, quota)
 		return nil
 	})
 	return g, err

@@ -129,7 +129,9 @@ func (t *txn) LockGates(pools []dockettype.Pool, tenants []string) (*engine.Gate
 		GROUP BY c.scope, c.key
 		UNION ALL
 		SELECT 'limit', id, 0, 0, max_in_flight, coalesce(storage_quota_bytes, -1) FROM tenants
-		WHERE id IN (SELECT value FROM json_each(?2))`, jsonArg(pools), jsonArg(tenants))
+		WHERE id IN (SELECT value FROM json_each(?2))
+		UNION ALL
+		`+engine.RefusingGatesSQL, jsonArg(pools), jsonArg(tenants))
 	if err != nil {
 		return nil, err
 	}
@@ -147,17 +149,7 @@ func (t *txn) LockGates(pools []dockettype.Pool, tenants []string) (*engine.Gate
 		return nil, err
 	}
 	for _, c := range counts {
-		tg := g.Tenants[c.key]
-		switch c.scope {
-		case engine.ScopePool:
-			g.Pools[dockettype.Pool(c.key)] = c.n
-			continue
-		case engine.ScopeTenant:
-			tg.InFlight, tg.StoredBytes = c.n, c.bytes
-		default:
-			tg.MaxInFlight, tg.StorageQuota = int(c.limit), c.quota
-		}
-		g.Tenants[c.key] = tg
+		g.AddRow(c.scope, c.key, c.n, c.bytes, int(c.limit), c.quota)
 	}
 	return g, nil
 }

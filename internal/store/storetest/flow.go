@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func (su suite) testFlow(t *testing.T) {
 			t.Fatalf("claim of a paused pool = %v, want none", claimedIDs(got))
 		}
 		paused := setPaused(t, s, store.FlowTarget{Scope: store.ScopePool, Key: string(dockettype.PoolOnline)}, false)
-		if want := []store.FlowTarget{{Scope: store.ScopeTenant, Key: tenantA}}; !slices.Equal(paused, want) {
+		if want := []store.Pause{{FlowTarget: store.FlowTarget{Scope: store.ScopeTenant, Key: tenantA}}}; !slices.Equal(paused, want) {
 			t.Errorf("paused after the pool's resume = %v, want %v", paused, want)
 		}
 		if got := claim(t, s, at(4*time.Second), dockettype.PoolOnline, 10); !sameSet(claimedIDs(got), []string{c[0].ID}) {
@@ -42,6 +43,80 @@ func (su suite) testFlow(t *testing.T) {
 			if len(got) != 1 || got[0].Task.ID != task.ID {
 				t.Fatalf("claim %d after the tenant's resume = %v, want %s (oldest first)", i, claimedIDs(got), task.ID)
 			}
+		}
+	})
+
+	su.run(t, "PauseThatRefusesSubmissions", func(t *testing.T, s store.Store) {
+		failed := failedTask(t, s, at(0), func() *store.AdmitItem { it := newItem(tenantA); it.Workflow = "demo.sleep"; return it }())
+		wf := store.FlowTarget{Scope: store.ScopeWorkflow, Key: "demo.sleep"}
+		if _, err := s.SetPaused(t.Context(), &store.SetPausedParams{Now: at(0), Target: wf, RefuseSubmissions: true}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("refusing submissions without a pause: %v, want ErrInvalid", err)
+		}
+		got := pause(t, s, &store.SetPausedParams{Now: at(0), Target: wf, Paused: true, RefuseSubmissions: true})
+		if want := []store.Pause{{FlowTarget: wf, RefuseSubmissions: true}}; !slices.Equal(got, want) {
+			t.Errorf("paused = %v, want %v", got, want)
+		}
+		if r := getFlowRule(t, s, wf); !r.Paused || !r.RefuseSubmissions {
+			t.Errorf("rule = %+v, want paused and refusing submissions", r)
+		}
+
+		// In one batch: the paused workflow's item is refused, nothing is
+		// written for it; the others are admitted.
+		sleep := newItem(tenantA)
+		sleep.Workflow = "demo.sleep"
+		echo := newItem(tenantA)
+		res := admit(t, s, at(time.Second), sleep, echo)
+		if res[0].Outcome != store.SubmissionsPaused || res[0].Task != nil || res[1].Outcome != store.Admitted {
+			t.Fatalf("admit under a refusing pause: %v, %v, want submissions_paused then admitted", res[0].Outcome, res[1].Outcome)
+		}
+		if _, err := s.GetTask(t.Context(), &store.GetTaskParams{Tenant: tenantA, TaskID: sleep.TaskID}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetTask of the refused item: %v, want ErrNotFound", err)
+		}
+		wantUsage(t, s, dockettype.PoolOnline, 1, tenantA, 1)
+
+		// A retry is not a submission: it is let through and waits for the
+		// resume like the paused workflow's other tasks.
+		if r := retryTasks(t, s, at(time.Second), retryItem(tenantA, failed.Task.ID))[0]; r.Outcome != store.Retried {
+			t.Errorf("retry under a refusing pause: %v, want retried", r.Outcome)
+		}
+		if w := getTask(t, s, tenantA, failed.Task.ID).WaitingOn; string(w) != store.WaitingOnPaused {
+			t.Errorf("the retried task waits on %v, want paused", w)
+		}
+
+		// A tenant's and a pool's refusing pauses refuse theirs alone.
+		pause(t, s, &store.SetPausedParams{Now: at(0), Target: store.FlowTarget{Scope: store.ScopeTenant, Key: tenantB},
+			Paused: true, RefuseSubmissions: true})
+		offline := newItem(tenantA)
+		offline.Pool = dockettype.PoolOffline
+		res = admit(t, s, at(2*time.Second), newItem(tenantB), offline)
+		if res[0].Outcome != store.SubmissionsPaused || res[1].Outcome != store.Admitted {
+			t.Errorf("tenant B refusing: %v, %v, want submissions_paused then admitted", res[0].Outcome, res[1].Outcome)
+		}
+		pause(t, s, &store.SetPausedParams{Now: at(0), Target: store.FlowTarget{Scope: store.ScopePool, Key: string(dockettype.PoolOffline)},
+			Paused: true, RefuseSubmissions: true})
+		if r := admit(t, s, at(2*time.Second), retry(offline))[0]; r.Outcome != store.Replayed {
+			t.Errorf("replay of a task admitted before the pause: %v, want replayed (a binding answers first)", r.Outcome)
+		}
+		if r := admit(t, s, at(2*time.Second), func() *store.AdmitItem { it := newItem(tenantA); it.Pool = dockettype.PoolOffline; return it }())[0]; r.Outcome != store.SubmissionsPaused {
+			t.Errorf("offline pool refusing: %v, want submissions_paused", r.Outcome)
+		}
+
+		// Paused again without refusing: admitted, waiting. Resumed: the
+		// refused request can be sent again and is a new task.
+		pause(t, s, &store.SetPausedParams{Now: at(0), Target: wf, Paused: true})
+		if r := admit(t, s, at(3*time.Second), newItem(tenantA), func() *store.AdmitItem { it := newItem(tenantA); it.Workflow = "demo.sleep"; return it }())[1]; r.Outcome != store.Admitted {
+			t.Errorf("a pause that admits: %v, want admitted", r.Outcome)
+		}
+		for _, p := range setPaused(t, s, wf, false) {
+			if p.FlowTarget == wf {
+				t.Errorf("resumed workflow still paused: %+v", p)
+			}
+		}
+		if r := getFlowRule(t, s, wf); r.Paused || r.RefuseSubmissions {
+			t.Errorf("rule after resume = %+v, want neither paused nor refusing", r)
+		}
+		if r := admit(t, s, at(4*time.Second), retry(sleep))[0]; r.Outcome != store.Admitted {
+			t.Errorf("the refused request after the resume: %v, want admitted", r.Outcome)
 		}
 	})
 
@@ -277,11 +352,16 @@ func (su suite) testFlow(t *testing.T) {
 	})
 }
 
-func setPaused(t *testing.T, s store.Store, target store.FlowTarget, paused bool) []store.FlowTarget {
+func setPaused(t *testing.T, s store.Store, target store.FlowTarget, paused bool) []store.Pause {
 	t.Helper()
-	out, err := s.SetPaused(t.Context(), &store.SetPausedParams{Now: at(0), Target: target, Paused: paused})
+	return pause(t, s, &store.SetPausedParams{Now: at(0), Target: target, Paused: paused})
+}
+
+func pause(t *testing.T, s store.Store, p *store.SetPausedParams) []store.Pause {
+	t.Helper()
+	out, err := s.SetPaused(t.Context(), p)
 	if err != nil {
-		t.Fatalf("SetPaused(%v, %v): %v", target, paused, err)
+		t.Fatalf("SetPaused(%+v): %v", p, err)
 	}
 	return out
 }
@@ -307,4 +387,13 @@ func maxInWindow(times []time.Time, d time.Duration) int {
 		most = max(most, i-j+1)
 	}
 	return most
+}
+
+func getFlowRule(t *testing.T, s store.Store, target store.FlowTarget) *store.FlowRule {
+	t.Helper()
+	r, err := s.GetFlowRule(t.Context(), target)
+	if err != nil {
+		t.Fatalf("GetFlowRule(%v): %v", target, err)
+	}
+	return r
 }
