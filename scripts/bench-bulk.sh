@@ -9,7 +9,9 @@
 # postgres://postgres@127.0.0.1:5432). The script creates a database on it
 # and drops it at the end; it needs psql, curl and python3. Environment:
 # DOCKET (the binary, default ./docket), CLIENTS (concurrent batch clients,
-# default 4), KEEP_DB (keep the database), SKIP_RETRY (stop after step 2).
+# default 4), KEEP_DB (keep the database), SKIP_RETRY (stop after step 2),
+# PROBE_CLIENTS (concurrent single-submit clients of step 3, default 4; 0
+# skips the probe), PROBE_BASE_S (the probe's run alone, default 20).
 #
 # 1. A server with no workers admits N demo.fail tasks (max_attempts 1) in
 #    batches of 1,000 from CLIENTS clients: the admission time.
@@ -17,7 +19,10 @@
 # 3. The server restarts with no workers again, and one bulk retry of
 #    state=failed, workflow=demo.fail queues them all again: the job's time
 #    from its created_at to its finished_at (the server's clock) and the
-#    wall time until the CLI saw it done.
+#    wall time until the CLI saw it done. Beside it, PROBE_CLIENTS clients
+#    send single submits (POST /v1/tasks, demo.echo, one at a time each),
+#    first PROBE_BASE_S seconds alone, then for as long as the bulk retry
+#    runs: the p50 and p99 of their latency, alone and beside it.
 set -euo pipefail
 export PGCONNECT_TIMEOUT=${PGCONNECT_TIMEOUT:-10}
 
@@ -108,9 +113,52 @@ stop
 
 [ -n "${SKIP_RETRY:-}" ] && exit 0
 start serve3.log --online-workers -1
+probe_clients=${PROBE_CLIENTS:-4}
+# probe PREFIX SECONDS|STOPFILE: single submits from probe_clients clients
+# until the time is up or the file exists; prints "n p50_ms p99_ms".
+probe() {
+  python3 - "$base" "$key" "$probe_clients" "$1" "$2" <<'PY'
+import json, os, sys, threading, time, urllib.request
+base, key, clients, prefix, until = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+deadline = time.monotonic() + float(until) if until.replace(".", "", 1).isdigit() else None
+done = (lambda: time.monotonic() >= deadline) if deadline else (lambda: os.path.exists(until))
+lat, lock = [], threading.Lock()
+def work(c):
+    i = 0
+    while not done():
+        i += 1
+        req = urllib.request.Request(base + "/v1/tasks", data=b'{"workflow":"demo.echo","input":{}}', method="POST", headers={
+            "Authorization": "Bearer " + key, "Content-Type": "application/json", "Idempotency-Key": f"{prefix}-{c}-{i}"})
+        t = time.monotonic()
+        with urllib.request.urlopen(req, timeout=60) as r:
+            assert r.status == 201, r.status
+            r.read()
+        with lock:
+            lat.append((time.monotonic() - t) * 1000)
+ts = [threading.Thread(target=work, args=(c,)) for c in range(clients)]
+for t in ts: t.start()
+for t in ts: t.join()
+lat.sort()
+q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] if lat else float("nan")
+print(f"{len(lat)} {q(0.50):.1f} {q(0.99):.1f}")
+PY
+}
+probe_base="0 nan nan"
+probe_bulk="0 nan nan"
+if [ "$probe_clients" -gt 0 ]; then
+  probe_base=$(probe alone "${PROBE_BASE_S:-20}")
+  probe beside "$work/bulk.done" >"$work/probe_bulk" &
+  probe_pid=$!
+fi
 t0=$(date +%s.%N)
 job=$("$docket" bulk retry --url "$base" --key "$key" --state failed --workflow demo.fail --wait 1h --json)
 t1=$(date +%s.%N)
+if [ "$probe_clients" -gt 0 ]; then
+  touch "$work/bulk.done"
+  wait "$probe_pid"
+  probe_bulk=$(cat "$work/probe_bulk")
+fi
+echo "single submits ($probe_clients clients): alone n p50_ms p99_ms = $probe_base; beside the bulk retry = $probe_bulk"
 python3 - "$job" "$admit_s" "$t0" "$t1" "$n" "$clients" <<'PY'
 import datetime, json, sys
 job, admit = json.loads(sys.argv[1]), float(sys.argv[2])

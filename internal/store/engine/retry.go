@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -16,11 +17,18 @@ func retryable(s dockettype.State) bool {
 
 // Retry queues terminal tasks again; see store.Failures.
 //
-// The tasks are read, then the gates of their pools and tenants locked and
-// each retryable task checked against them like an admission (capacity,
-// then the tenant's limit); the ones that fit are revived. A task revived
-// by another transaction meanwhile (its result row is gone when this one
-// deletes it) is answered as it is now, not retryable.
+// The tasks are read, then each retryable task checked against the gates
+// of its pool and tenant like an admission (capacity, then the tenant's
+// limit); the ones that fit are revived. A task revived by another
+// transaction meanwhile (its result row is gone when this one deletes it)
+// is answered as it is now, not retryable.
+//
+// As an admission does, a backend that reads gates without a lock
+// (GateReader) revives first and locks the gate rows last, just before
+// their counts are written: a retry of a thousand tasks (a bulk retry's
+// batch) holds the rows every admission of its pool locks only for its
+// counters and events, not for the revive. When the room it counted on
+// was taken meanwhile, it runs again with the gates locked first.
 func (s *Store) Retry(ctx context.Context, p *store.RetryParams) ([]store.RetryResult, error) {
 	for _, it := range p.Items {
 		if it.TaskID == "" || it.Tenant == "" || !it.Queue.Valid() {
@@ -31,11 +39,17 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) ([]store.RetryR
 		return []store.RetryResult{}, nil
 	}
 	var out []store.RetryResult
-	err := s.b.Write(ctx, "retry", func(tx Tx) error {
-		var err error
-		out, err = retry(tx, p)
-		return err
-	})
+	run := func(lateGates bool) error {
+		return s.b.Write(ctx, "retry", func(tx Tx) error {
+			var err error
+			out, err = retry(tx, p, lateGates)
+			return err
+		})
+	}
+	err := run(true)
+	if errors.Is(err, errGatesMoved) {
+		err = run(false)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +60,7 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) ([]store.RetryR
 // read first (a primary-key probe each); the tenant and pool of each item
 // are checked by the revive itself, and only a call that wants the tasks
 // back (not Quiet) reads them.
-func retry(tx Tx, p *store.RetryParams) ([]store.RetryResult, error) {
+func retry(tx Tx, p *store.RetryParams, lateGates bool) ([]store.RetryResult, error) {
 	out := make([]store.RetryResult, len(p.Items))
 	ids := taskIDs(p.Items, func(it *store.RetryItem) string { return it.TaskID })
 	states, err := tx.States(ids)
@@ -73,8 +87,16 @@ func retry(tx Tx, p *store.RetryParams) ([]store.RetryResult, error) {
 	}
 	var rows []Revive
 	revived := map[string]bool{}
+	reader, late := tx.(GateReader)
+	late = late && lateGates
 	if len(candidates) > 0 {
-		gates, err := tx.LockGates(sortedUnique(pools), sortedUnique(tenants))
+		var gates *Gates
+		var err error
+		if late {
+			gates, err = reader.ReadGates(sortedUnique(pools), sortedUnique(tenants))
+		} else {
+			gates, err = tx.LockGates(sortedUnique(pools), sortedUnique(tenants))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -107,6 +129,11 @@ func retry(tx Tx, p *store.RetryParams) ([]store.RetryResult, error) {
 		moved, err := tx.Revive(rows, p.Now)
 		if err != nil {
 			return nil, err
+		}
+		if late {
+			if err := checkRevivedUnderLocks(tx, p.Items, moved); err != nil {
+				return nil, err
+			}
 		}
 		c := newChanges()
 		for _, m := range moved {
@@ -175,6 +202,34 @@ func retry(tx Tx, p *store.RetryParams) ([]store.RetryResult, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkRevivedUnderLocks locks the gates of the revived tasks' pools and
+// tenants and checks that each still fits; errGatesMoved when one does not
+// (see Retry).
+func checkRevivedUnderLocks(tx Tx, items []*store.RetryItem, moved []Moved) error {
+	capacity := make(map[string]int, len(items))
+	for _, it := range items {
+		capacity[it.TaskID] = it.PoolCapacity
+	}
+	var pools []dockettype.Pool
+	var tenants []string
+	for _, m := range moved {
+		pools = append(pools, m.Queue.Pool())
+		tenants = append(tenants, m.Tenant)
+	}
+	locked, err := tx.LockGates(sortedUnique(pools), sortedUnique(tenants))
+	if err != nil {
+		return err
+	}
+	locked.Refusing = nil // see retry
+	for _, m := range moved {
+		it := &store.AdmitItem{Pool: m.Queue.Pool(), Tenant: m.Tenant, PoolCapacity: capacity[m.TaskID]}
+		if o := take(locked, it); o == store.QueueFull || o == store.TenantQuotaExceeded {
+			return errGatesMoved
+		}
+	}
+	return nil
 }
 
 // reviveIDs lists the rows' task IDs, in their order.

@@ -228,6 +228,43 @@ func (su suite) testRetry(t *testing.T) {
 		}
 		wantUsage(t, s, dockettype.PoolOnline, 1, tenantA, 1)
 	})
+
+	// Two retries of different tasks race for a pool's last unit of room
+	// (a backend that locks its gates after the revive checks them again
+	// under the locks): one is retried, the other refused, never both.
+	su.run(t, "ConcurrentForTheLastRoom", func(t *testing.T, s store.Store) {
+		f := fork(t, s, "second", 2)
+		const rounds = 10
+		var failed []*store.ClaimedTask
+		for range 2 * rounds {
+			failed = append(failed, failedTask(t, s, at(0), newItem(tenantA)))
+		}
+		for round := range rounds {
+			admitOne(t, s, at(0), newItem(tenantB)) // the pool holds 2*round+1 live tasks
+			capacity := 2*round + 2                // one unit of room
+			tasks := failed[2*round : 2*round+2]
+			results := make(chan store.RetryOutcome, 2)
+			for i, st := range []store.Store{s, f} {
+				go func() {
+					it := retryItem(tenantA, tasks[i].Task.ID)
+					it.PoolCapacity = capacity
+					res, err := st.Retry(t.Context(), &store.RetryParams{Now: at(time.Second), By: operator, Items: []*store.RetryItem{it}})
+					if err != nil {
+						t.Errorf("Retry: %v", err)
+						results <- 0
+						return
+					}
+					results <- res[0].Outcome
+				}()
+			}
+			got := []store.RetryOutcome{<-results, <-results}
+			slices.Sort(got)
+			if !slices.Equal(got, []store.RetryOutcome{store.Retried, store.RetryQueueFull}) {
+				t.Fatalf("round %d: two retries for one unit of room: %v, want one retried, one queue_full", round, got)
+			}
+			wantUsage(t, s, dockettype.PoolOnline, capacity, tenantA, round+1)
+		}
+	})
 }
 
 func (su suite) testBulk(t *testing.T) {
