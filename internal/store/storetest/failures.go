@@ -241,7 +241,7 @@ func (su suite) testRetry(t *testing.T) {
 		}
 		for round := range rounds {
 			admitOne(t, s, at(0), newItem(tenantB)) // the pool holds 2*round+1 live tasks
-			capacity := 2*round + 2                // one unit of room
+			capacity := 2*round + 2                 // one unit of room
 			tasks := failed[2*round : 2*round+2]
 			results := make(chan store.RetryOutcome, 2)
 			for i, st := range []store.Store{s, f} {
