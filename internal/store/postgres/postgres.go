@@ -71,6 +71,13 @@ func OpenBackend(ctx context.Context, url string, opts Options) (*Backend, error
 	if _, ok := params["jit"]; !ok {
 		params["jit"] = "off"
 	}
+	// For the same reason, no parallel workers: a retry's read of a
+	// thousand tasks' states was planned as a parallel scan of two
+	// primary-key lists, 75 ms for starting the workers against a few ms
+	// without them. Kept when the URL sets it.
+	if _, ok := params["max_parallel_workers_per_gather"]; !ok {
+		params["max_parallel_workers_per_gather"] = "0"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, interpretError("open", err)

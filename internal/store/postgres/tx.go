@@ -788,7 +788,11 @@ func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
 // lookup, so that the statement needs no join with the list), and inserts
 // their live rows in the queue $3 at $4: queued and ready, attempt 0, the
 // result's epoch+1, the original timeout from now. Each task is a
-// primary-key lookup (OFFSET 0 keeps it one).
+// primary-key lookup (OFFSET 0 keeps it one). It answers the live rows
+// (kind 'live') and, apart, the states they came from (kind 'gone'),
+// which Revive pairs by ID: joined in the statement, a planner that
+// expected one row of each made it a nested loop of every row with every
+// row (60 ms of a thousand-task retry).
 const reviveSQL = `WITH gone AS (
 		DELETE FROM task_results r
 		WHERE r.task_id = ANY($1) AND (r.task_id || ' ' || r.tenant) = ANY($2)
@@ -803,11 +807,12 @@ const reviveSQL = `WITH gone AS (
 			$4::timestamptz + (t.deadline_at - GREATEST(t.created_at, coalesce(t.run_at, t.created_at))), $4, t.workflow,
 			t.concurrency_key, false, CASE WHEN t.concurrency_key IS NOT NULL THEN $5::timestamptz END
 		FROM gone g CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = g.task_id OFFSET 0) t
-		RETURNING id, workflow, concurrency_key
+		RETURNING id, tenant, lease_epoch, workflow, concurrency_key
 	)
-	SELECT g.task_id, g.tenant, $3, g.state, g.lease_epoch + 1, l.concurrency_key IS NULL, l.workflow,
-		coalesce(l.concurrency_key, ''), false
-	FROM gone g JOIN live l ON l.id = g.task_id`
+	SELECT 'live', l.id, l.tenant, l.lease_epoch, l.concurrency_key IS NULL, l.workflow, coalesce(l.concurrency_key, '')
+	FROM live l
+	UNION ALL
+	SELECT 'gone', g.task_id, '', 0, false, '', g.state FROM gone g`
 
 // Revive makes retryable terminal tasks live again: one statement per
 // queue, all in one round trip. The caller guarantees each row's queue is
@@ -835,11 +840,11 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 		return nil, err
 	}
 	var out []engine.Moved
-	for range order {
+	for _, q := range order {
 		rows, err := br.Query()
 		if err == nil {
 			var moved []engine.Moved
-			moved, err = collectMoved(rows)
+			moved, err = collectRevived(rows, q)
 			out = append(out, moved...)
 		}
 		if err != nil {
@@ -848,6 +853,33 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 		}
 	}
 	return out, br.Close()
+}
+
+// collectRevived pairs reviveSQL's live rows with the states they came
+// from.
+func collectRevived(rows pgx.Rows, q store.Queue) ([]engine.Moved, error) {
+	var live []engine.Moved
+	from := map[string]dockettype.State{}
+	var (
+		kind, id, tenant, workflow, key string
+		epoch                           int64
+		ready                           bool
+	)
+	_, err := pgx.ForEachRow(rows, []any{&kind, &id, &tenant, &epoch, &ready, &workflow, &key}, func() error {
+		if kind == "gone" {
+			from[id] = dockettype.State(key)
+			return nil
+		}
+		live = append(live, engine.Moved{TaskID: id, Tenant: tenant, Queue: q, Epoch: epoch, Ready: ready, Workflow: workflow, Key: key})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range live {
+		live[i].From = from[live[i].TaskID]
+	}
+	return live, nil
 }
 
 // ResultBytes returns the bytes of each result among ids.
