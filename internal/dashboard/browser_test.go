@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -280,6 +281,32 @@ func newAPI(t *testing.T, url string) *api {
 
 func (a *api) call(method, path, key, idem string, body any, out any) int {
 	a.t.Helper()
+	status, data := a.raw(method, path, key, idem, body)
+	if out != nil && status < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			a.t.Fatalf("%s %s: %v: %s", method, path, err, data)
+		}
+	}
+	return status
+}
+
+// refusal makes a call that the API should refuse and returns the answer's
+// status and error code.
+func (a *api) refusal(method, path, key, idem string, body any) (int, string) {
+	a.t.Helper()
+	status, data := a.raw(method, path, key, idem, body)
+	var answer struct{ Error struct{ Code string } }
+	if status >= 300 {
+		if err := json.Unmarshal(data, &answer); err != nil {
+			a.t.Fatalf("%s %s: %d: %v: %s", method, path, status, err, data)
+		}
+	}
+	return status, answer.Error.Code
+}
+
+// raw makes a call and returns the answer's status and body.
+func (a *api) raw(method, path, key, idem string, body any) (int, []byte) {
+	a.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -308,12 +335,7 @@ func (a *api) call(method, path, key, idem string, body any, out any) int {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(data, out); err != nil {
-			a.t.Fatalf("%s %s: %v: %s", method, path, err, data)
-		}
-	}
-	return resp.StatusCode
+	return resp.StatusCode, data
 }
 
 func (a *api) submit(key, idem string, body map[string]any) *dockettype.Task {
@@ -627,6 +649,59 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.do("resume globex from the form", chromedp.Click(chromedp.ID("flow-resume")))
 	b.until("see nothing paused", `document.getElementById("flow-answer").textContent === "Nothing is paused."`)
 	b.until("see globex's badge gone", `document.querySelector('#admin-tenants tr[data-tenant="globex"] .badge.paused') === null`)
+
+	// A pause that refuses submissions, from the flow form with its box
+	// ticked: the answer, the tenant's row and the workflows view say so,
+	// submits of its tasks are refused (409 submissions_paused), through
+	// the API and the page's form; the resume admits the same request.
+	b.set("flow-scope", "workflow")
+	b.set("flow-name", "demo.echo")
+	b.do("tick refuse submissions", chromedp.Click(chromedp.ID("flow-refuse")))
+	b.do("pause demo.echo, refusing submissions", chromedp.Click(chromedp.ID("flow-pause")))
+	b.until("see demo.echo paused, refusing", `document.getElementById("flow-answer").textContent === "Paused: workflow demo.echo (refusing submissions)."`)
+	if eval[bool](b, `document.getElementById("flow-refuse").checked`) {
+		t.Error("the refuse box stays ticked after its pause")
+	}
+	b.set("flow-scope", "tenant")
+	b.set("flow-name", "globex")
+	b.do("tick refuse submissions again", chromedp.Click(chromedp.ID("flow-refuse")))
+	b.do("pause globex, refusing submissions", chromedp.Click(chromedp.ID("flow-pause")))
+	b.until("see both paused, refusing", `document.getElementById("flow-answer").textContent === `+
+		`"Paused: tenant globex (refusing submissions), workflow demo.echo (refusing submissions)."`)
+	b.until("see globex's row refusing", `(document.querySelector('#admin-tenants tr[data-tenant="globex"] .badge.paused.refusing') || {}).textContent === "paused · refusing submissions"`)
+	b.screenshot("admin-refusing")
+	var refusing struct {
+		Flow struct {
+			Paused []map[string]any
+		}
+	}
+	a.call(http.MethodGet, "/v1/admin/stats", adminKey, "", nil, &refusing)
+	if want := []map[string]any{{"tenant": "globex", "refuse_submissions": true}, {"workflow": "demo.echo", "refuse_submissions": true}}; !reflect.DeepEqual(refusing.Flow.Paused, want) {
+		t.Errorf("paused after the form's pauses = %v, want %v", refusing.Flow.Paused, want)
+	}
+	if st, code := a.refusal(http.MethodPost, "/v1/tasks", adminKey, "refused-1", map[string]any{"workflow": "demo.echo", "input": 1}); st != http.StatusConflict || code != "submissions_paused" {
+		t.Errorf("a submit of the refusing workflow: %d %s, want 409 submissions_paused", st, code)
+	}
+	b.do("resume globex from its row", chromedp.Click(chromedp.CSS(`#admin-tenants tr[data-tenant="globex"] button.small`)))
+	b.until("see globex's refusing badge gone", `document.querySelector('#admin-tenants tr[data-tenant="globex"] .badge.paused') === null`)
+	b.do("open the workflows view", chromedp.Click(chromedp.ID("nav-workflows")), chromedp.WaitVisible(chromedp.ID("view-workflows")))
+	b.until("see demo.echo refusing in the workflows view", `(document.querySelector('#workflows-table tr[data-workflow="demo.echo"] td.flow .badge.paused.refusing') || {}).textContent === "paused · refusing submissions"`)
+	b.screenshot("workflows-refusing")
+	b.do("open the task list again", chromedp.Click(chromedp.ID("nav-tasks")), chromedp.WaitVisible(chromedp.ID("view-tasks")))
+	if !b.visible("#new-input") {
+		b.do("open the new task form again", chromedp.Click(chromedp.ID("new-task-toggle")), chromedp.WaitVisible(chromedp.ID("new-input")))
+	}
+	b.set("new-workflow", "demo.echo")
+	b.set("new-input", `{"from": "the dashboard, refused"}`)
+	b.do("submit the refusing workflow from the page", submitForm("new-task"))
+	b.until("see the page's submit refused", `document.getElementById("new-answer").textContent.startsWith("Refused — submissions_paused: ")`)
+	b.screenshot("refusing-submissions")
+	b.do("back to the admin view", chromedp.Click(chromedp.ID("nav-admin")), chromedp.WaitVisible(chromedp.ID("flow-form")))
+	b.set("flow-scope", "workflow")
+	b.set("flow-name", "demo.echo")
+	b.do("resume demo.echo from the form", chromedp.Click(chromedp.ID("flow-resume")))
+	b.until("see nothing paused again", `document.getElementById("flow-answer").textContent === "Nothing is paused."`)
+	a.submit(adminKey, "refused-1", map[string]any{"workflow": "demo.echo", "input": 1})
 	b.set("key-tenant", "not a name")
 	if !eval[bool](b, `document.getElementById("key-tenant").validity.patternMismatch`) {
 		t.Error("the key form accepts a tenant name the API refuses")

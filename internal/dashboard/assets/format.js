@@ -71,6 +71,12 @@ export function taskDuration(t, now) {
   return "—";
 }
 
+// pausedBadge marks a paused tenant or workflow, and says when its pause
+// refuses submissions (409 submissions_paused) rather than queueing them.
+export function pausedBadge(refusing) {
+  return el("span", { class: "badge paused" + (refusing ? " refusing" : ""), text: refusing ? "paused · refusing submissions" : "paused" });
+}
+
 export function stateBadge(state) {
   return el("span", { class: "state state-" + String(state).replace(/[^a-z_]/g, ""), text: state });
 }

@@ -3,7 +3,7 @@
 
 import { api, APIError } from "./api.js";
 import { $, el, flash, say, show } from "./dom.js";
-import { fmtDuration, fmtNumber, fmtTime } from "./format.js";
+import { fmtDuration, fmtNumber, fmtTime, pausedBadge } from "./format.js";
 import { every, latestOnly, navigation } from "./refresh.js";
 import { showing } from "./router.js";
 
@@ -79,7 +79,8 @@ function tenantRow(t) {
       say(answer, e.describe(), "bad");
     }
   });
-  // Pause or resume the tenant: nothing of it starts while paused.
+  // Pause or resume the tenant: nothing of it starts while paused (its
+  // submissions are still queued; the flow form pauses refusing them).
   const toggle = el("button", { type: "button", className: "small", text: t.paused ? "Resume" : "Pause" });
   toggle.addEventListener("click", async () => {
     toggle.disabled = true;
@@ -92,7 +93,7 @@ function tenantRow(t) {
     }
   });
   const name = el("td", { text: t.id });
-  if (t.paused) name.append(" ", el("span", { class: "badge paused", text: "paused" }));
+  if (t.paused) name.append(" ", pausedBadge(t.refuse_submissions === true));
   if (t.rate_per_second) name.append(" ", el("span", { class: "muted", text: t.rate_per_second + "/s" }));
   return el("tr", { data: { tenant: t.id }, class: t.paused ? "paused" : "" },
     name, el("td", { class: "num", text: fmtNumber(t.in_flight) }),
@@ -100,7 +101,10 @@ function tenantRow(t) {
 }
 
 // setPaused pauses or resumes the pool, tenant or workflow of the flow form
-// and shows everything paused.
+// and shows everything paused. A pause refuses the target's submissions
+// too when the form's box is ticked (a resume ends either kind); the box
+// is cleared once such a pause is done, so the next pause is a plain one
+// unless ticked again.
 async function setPaused(paused) {
   const answer = $("flow-answer");
   const name = $("flow-name").value.trim();
@@ -108,18 +112,27 @@ async function setPaused(paused) {
     say(answer, "Name a pool, tenant or workflow.", "bad");
     return;
   }
+  const body = { [$("flow-scope").value]: name };
+  const refuse = paused && $("flow-refuse").checked;
+  if (refuse) body.refuse_submissions = true;
   try {
-    const r = await api("POST", paused ? "/v1/admin/pause" : "/v1/admin/resume", { [$("flow-scope").value]: name });
+    const r = await api("POST", paused ? "/v1/admin/pause" : "/v1/admin/resume", body);
     say(answer, pausedText(r.data.paused), "good");
+    if (refuse) $("flow-refuse").checked = false;
     loadTenants();
   } catch (e) {
     say(answer, e.describe(), "bad");
   }
 }
 
+// pausedText lists the paused targets, each as "scope name", with those
+// whose pause refuses submissions said so.
 function pausedText(list) {
   if (list.length === 0) return "Nothing is paused.";
-  return "Paused: " + list.map((p) => Object.entries(p).map(([k, v]) => k + " " + v).join("")).join(", ") + ".";
+  return "Paused: " + list.map((p) => {
+    const [scope, key] = Object.entries(p).find(([k]) => k !== "refuse_submissions") || ["?", ""];
+    return scope + " " + key + (p.refuse_submissions === true ? " (refusing submissions)" : "");
+  }).join(", ") + ".";
 }
 
 async function setTenantLimits(ev) {

@@ -5,7 +5,7 @@
 
 import { api } from "./api.js";
 import { $, el, say } from "./dom.js";
-import { fmtDuration } from "./format.js";
+import { fmtDuration, pausedBadge } from "./format.js";
 import { adminList, fillTable } from "./admin_list.js";
 
 const list = adminList({
@@ -29,13 +29,14 @@ function attempts(n) {
   return n > 0 ? String(n) : "server default";
 }
 
-// flow is a workflow's pause, rate limit and concurrency per key.
+// flow is a workflow's pause (a badge, saying whether the pause refuses
+// submissions), rate limit and concurrency per key, for its cell.
 function flow(w) {
   const parts = [];
-  if (w.paused) parts.push("paused");
   if (w.rate_per_second != null) parts.push(w.rate_per_second + "/s (burst " + w.burst + ")");
   if (w.concurrency_per_key > 1) parts.push(w.concurrency_per_key + " per key");
-  return parts.length ? parts.join(" · ") : "—";
+  if (!w.paused) return [parts.length ? parts.join(" · ") : "—"];
+  return [pausedBadge(w.refuse_submissions === true), parts.length ? " · " + parts.join(" · ") : ""];
 }
 
 function row(w) {
@@ -50,7 +51,7 @@ function row(w) {
     el("td", { text: w.pool }),
     el("td", { class: "num", text: timeout(w.timeout_ms), title: w.timeout_ms > 0 ? w.timeout_ms + " ms" : null }),
     el("td", { class: "num", text: attempts(w.max_attempts) }),
-    el("td", { class: "flow", text: flow(w) }),
+    el("td", { class: "flow" }, ...flow(w)),
     el("td", {}, action));
 }
 

@@ -190,9 +190,10 @@ class BatchResult:
 
 @dataclass(frozen=True)
 class TenantLimits:
-    """A tenant's limits as the admin API shows them: whether it is paused,
-    the rate limit on its starts (``None`` when it has none), its in-flight
-    limit (0: unlimited) and weight. ``raw`` is the whole JSON object."""
+    """A tenant's limits as the admin API shows them: whether it is paused
+    (and whether that pause refuses its submissions), the rate limit on its
+    starts (``None`` when it has none), its in-flight limit (0: unlimited)
+    and weight. ``raw`` is the whole JSON object."""
 
     id: str
     paused: bool
@@ -201,6 +202,10 @@ class TenantLimits:
     max_in_flight: int
     weight: int
     raw: dict[str, Any] = field(repr=False, compare=False)
+    # True while the tenant is paused with refuse_submissions (its
+    # submissions answer 409 submissions_paused). Last, with a default, so
+    # that positional construction keeps its meaning.
+    refuse_submissions: bool = False
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> TenantLimits:
@@ -212,15 +217,16 @@ class TenantLimits:
             max_in_flight=int(obj.get("max_in_flight") or 0),
             weight=int(obj.get("weight") or 0),
             raw=dict(obj),
+            refuse_submissions=obj.get("refuse_submissions") is True,
         )
 
 
 @dataclass(frozen=True)
 class WorkflowLimits:
-    """A workflow's flow control: whether it is paused, the rate limit on
-    its starts across every tenant (``None`` when it has none), and how many
-    tasks of one concurrency key may run at once. ``raw`` is the whole JSON
-    object."""
+    """A workflow's flow control: whether it is paused (and whether that
+    pause refuses its submissions), the rate limit on its starts across
+    every tenant (``None`` when it has none), and how many tasks of one
+    concurrency key may run at once. ``raw`` is the whole JSON object."""
 
     name: str
     paused: bool
@@ -228,6 +234,9 @@ class WorkflowLimits:
     burst: int | None
     concurrency_per_key: int
     raw: dict[str, Any] = field(repr=False, compare=False)
+    # True while the workflow is paused with refuse_submissions (last, with
+    # a default, as in TenantLimits).
+    refuse_submissions: bool = False
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> WorkflowLimits:
@@ -238,6 +247,7 @@ class WorkflowLimits:
             burst=_optional_int(obj.get("burst")),
             concurrency_per_key=int(obj.get("concurrency_per_key") or 1),
             raw=dict(obj),
+            refuse_submissions=obj.get("refuse_submissions") is True,
         )
 
 
@@ -452,30 +462,54 @@ class Client:
     # --- flow control (an admin key) -----------------------------------------
 
     def pause(
-        self, *, pool: str | None = None, tenant: str | None = None, workflow: str | None = None
-    ) -> list[dict[str, str]]:
+        self,
+        *,
+        pool: str | None = None,
+        tenant: str | None = None,
+        workflow: str | None = None,
+        refuse_submissions: bool = False,
+    ) -> list[dict[str, Any]]:
         """Pauses one pool (``"online"``/``"offline"``), tenant or workflow:
         name exactly one. Nothing new of it starts, on any node; running
-        tasks finish and submissions are still admitted (queued, with
-        ``waiting_on`` ``"paused"``). Returns everything paused, each as
-        ``{"pool": …}``, ``{"tenant": …}`` or ``{"workflow": …}``."""
-        return self._pause("/v1/admin/pause", pool, tenant, workflow)
+        tasks finish. Submissions are still admitted (queued, with
+        ``waiting_on`` ``"paused"``) unless ``refuse_submissions`` is True:
+        then they raise DocketError ``submissions_paused`` (409; nothing is
+        written, the same request is admitted after the resume) until it is
+        resumed. Pausing what is paused already sets its
+        ``refuse_submissions`` anew. Returns everything paused, each as
+        ``{"pool": …}``, ``{"tenant": …}`` or ``{"workflow": …}``, with
+        ``"refuse_submissions": True`` in those whose pause refuses
+        submissions."""
+        if not isinstance(refuse_submissions, bool):
+            raise TypeError("docket: refuse_submissions must be True or False")
+        return self._pause("/v1/admin/pause", pool, tenant, workflow, refuse_submissions)
 
     def resume(
         self, *, pool: str | None = None, tenant: str | None = None, workflow: str | None = None
-    ) -> list[dict[str, str]]:
-        """Resumes what ``pause`` paused (name exactly one); its waiting
-        tasks start in the usual order. Returns what is still paused."""
+    ) -> list[dict[str, Any]]:
+        """Resumes what ``pause`` paused (name exactly one), refusing
+        submissions or not; its waiting tasks start in the usual order and
+        its submissions are admitted again. Returns what is still paused,
+        as ``pause`` does."""
         return self._pause("/v1/admin/resume", pool, tenant, workflow)
 
     def _pause(
-        self, path: str, pool: str | None, tenant: str | None, workflow: str | None
-    ) -> list[dict[str, str]]:
+        self,
+        path: str,
+        pool: str | None,
+        tenant: str | None,
+        workflow: str | None,
+        refuse_submissions: bool = False,
+    ) -> list[dict[str, Any]]:
         named = {"pool": pool, "tenant": tenant, "workflow": workflow}
-        target = {scope: key for scope, key in named.items() if key is not None}
+        target: dict[str, Any] = {scope: key for scope, key in named.items() if key is not None}
         if len(target) != 1:
             raise TypeError("docket: name exactly one of pool, tenant or workflow")
-        return list(self._call("POST", path, target)[1].get("paused") or [])
+        if refuse_submissions:
+            # Sent only when asked: a server that predates the option then
+            # refuses the unknown field rather than pausing without it.
+            target["refuse_submissions"] = True
+        return [dict(p) for p in self._call("POST", path, target)[1].get("paused") or []]
 
     def set_tenant_rate_limit(
         self,

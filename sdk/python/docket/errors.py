@@ -27,8 +27,9 @@ class DocketError(Exception):
 
     Attributes:
         code: the server's stable error code (``not_found``, ``queue_full``,
-            ...), ``connection_error`` when no answer came, or ``http_error``
-            when the answer was not Docket's error envelope (a proxy page).
+            ``submissions_paused``, ...), ``connection_error`` when no answer
+            came, or ``http_error`` when the answer was not Docket's error
+            envelope (a proxy page).
         message: the server's explanation, safe to show (never a payload).
         status: the HTTP status, or None when no answer came.
         retry_after: the answer's ``Retry-After`` in seconds, or None.

@@ -28,7 +28,7 @@ FIELDS = {
     "/v1/worker/finish": {"items"},
     "/v1/worker/evidence": {"items"},
     "/v1/worker/release": {"leases"},
-    "/v1/admin/pause": {"pool", "tenant", "workflow"},
+    "/v1/admin/pause": {"pool", "tenant", "workflow", "refuse_submissions"},
     "/v1/admin/resume": {"pool", "tenant", "workflow"},
 }
 FINISH_ITEM = {"lease", "outcome", "result", "error"}
@@ -138,9 +138,11 @@ class FakeDocket:
         self.violations: list[str] = []
         self.idempotency: dict[str, tuple[str, Any]] = {}
         # Flow control, as the admin API shows it: what is paused, each as
-        # {scope: key}, and the limits PATCHed, by "tenant:ID" or
-        # "workflow:NAME". Recorded only: claims do not honour them.
-        self.paused: list[dict[str, str]] = []
+        # {scope: key} (with "refuse_submissions": True when its pause
+        # refuses them), and the limits PATCHed, by "tenant:ID" or
+        # "workflow:NAME". Recorded only: claims do not honour them;
+        # admissions do honour a refusing pause of a workflow or pool.
+        self.paused: list[dict[str, Any]] = []
         self.limits: dict[str, dict[str, Any]] = {}
         # Knobs.
         self.heartbeat_status: dict[str, str] = {}  # task id → status answered for its lease
@@ -507,14 +509,21 @@ class FakeDocket:
         return 404, err("not_found", "no such route"), {}
 
     def _pause(self, body: dict[str, Any], paused: bool) -> tuple[int, Any, dict[str, str]]:
-        if len(body) != 1 or not all(isinstance(v, str) and v for v in body.values()):
-            return 400, err("invalid_request", 'name exactly one of "pool", "tenant" or "workflow"'), {}
         target = dict(body)
-        if paused and target not in self.paused:
-            self.paused.append(target)
-        if not paused and target in self.paused:
-            self.paused.remove(target)
-        return 200, {"paused": list(self.paused)}, {}
+        refuse = target.pop("refuse_submissions", False)
+        if not isinstance(refuse, bool):
+            return 400, err("invalid_request", '"refuse_submissions" must be true or false'), {}
+        if len(target) != 1 or not all(isinstance(v, str) and v for v in target.values()):
+            return 400, err("invalid_request", 'name exactly one of "pool", "tenant" or "workflow"'), {}
+        # As the server: a pause (again) sets the refusal anew, a resume
+        # clears the pause whatever it refused.
+        self.paused = [p for p in self.paused if {k: v for k, v in p.items() if k != "refuse_submissions"} != target]
+        if paused:
+            self.paused.append({**target, "refuse_submissions": True} if refuse else target)
+        return 200, {"paused": [dict(p) for p in self.paused]}, {}
+
+    def _refusing(self, scope: str, key: str) -> bool:
+        return {scope: key, "refuse_submissions": True} in self.paused
 
     def _patch_limits(self, path: str, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
         parts = path.strip("/").split("/")
@@ -533,7 +542,8 @@ class FakeDocket:
             rule[name] = defaults.get(name) if value is None else value
         rate = rule["rate_per_second"]
         shown = {
-            "paused": {scope: parts[3]} in self.paused,
+            "paused": {scope: parts[3]} in self.paused or self._refusing(scope, parts[3]),
+            "refuse_submissions": self._refusing(scope, parts[3]),
             "rate_per_second": rate,
             "burst": rule["burst"] if rate is not None else None,
         }
@@ -553,8 +563,11 @@ class FakeDocket:
             if earlier != body:
                 return 409, err("idempotency_conflict", "key reused"), {}
             return 200, self.tasks[tid].json(), {}
-        tid = f"t{next(self._ids):05d}"
         spec = self.workflows.get(body["workflow"], {})
+        pool = body.get("pool") or spec.get("pool") or "online"
+        if self._refusing("workflow", body["workflow"]) or self._refusing("pool", pool):
+            return 409, err("submissions_paused", "the task's workflow or pool is paused and refuses submissions"), {}
+        tid = f"t{next(self._ids):05d}"
         timeout_ms = body.get("timeout_ms") or spec.get("timeout_ms") or 60_000
         t = FakeTask(
             tid,

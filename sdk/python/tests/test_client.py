@@ -12,7 +12,7 @@ from pathlib import Path
 import docket
 from docket import Client, DocketError
 from docket._backoff import Backoff
-from docket._http import parse_retry_after
+from docket._http import parse_retry_after, retryable
 from docket._times import parse_time
 
 from .fake_server import FakeDocket
@@ -128,6 +128,55 @@ class ClientTest(unittest.TestCase):
             with self.assertRaises(TypeError):
                 self.client.pause(**named)
         self.assertEqual(len(self.fake.calls_to("/v1/admin/pause")), 2, "a refused target is not sent")
+
+    def test_pause_that_refuses_submissions(self) -> None:
+        # The flag is sent only when asked for, and the answer's items say
+        # which pauses refuse submissions.
+        self.assertEqual(self.client.pause(tenant="acme"), [{"tenant": "acme"}])
+        got = self.client.pause(workflow="t.echo", refuse_submissions=True)
+        self.assertEqual(got, [{"tenant": "acme"}, {"workflow": "t.echo", "refuse_submissions": True}])
+        bodies = [c.body for c in self.fake.calls_to("/v1/admin/pause")]
+        self.assertEqual(bodies, [{"tenant": "acme"}, {"workflow": "t.echo", "refuse_submissions": True}])
+        self.assertEqual(self.fake.violations, [])
+        with self.assertRaises(TypeError):
+            self.client.pause(workflow="t.echo", refuse_submissions="yes")  # type: ignore[arg-type]
+        self.assertEqual(len(self.fake.calls_to("/v1/admin/pause")), 2, "a refused flag is not sent")
+
+        # A submission of it raises submissions_paused (409), once: the
+        # client does not retry it, and the worker's rule would not either.
+        with self.assertRaises(DocketError) as cm:
+            self.client.submit("t.echo", {"n": 1}, idempotency_key="held-1")
+        self.assertEqual((cm.exception.code, cm.exception.status), ("submissions_paused", 409))
+        self.assertIsNone(cm.exception.retry_after)
+        self.assertFalse(retryable(cm.exception))
+        self.assertEqual(len(self.fake.calls_to("/v1/tasks")), 1)
+        # In a batch only its items are refused.
+        results = self.client.submit_batch(
+            [
+                {"workflow": "t.other", "input": 1, "idempotency_key": "b-ok"},
+                {"workflow": "t.echo", "input": 2, "idempotency_key": "b-held"},
+            ]
+        )
+        self.assertEqual([r.status for r in results], [201, 409])
+        self.assertEqual((results[1].error.code, results[1].error.status, results[1].task), ("submissions_paused", 409, None))
+
+        # The limits answers carry the flag too.
+        self.assertTrue(self.client.set_workflow_limits("t.echo", rate_per_second=5).refuse_submissions)
+        acme = self.client.set_tenant_rate_limit("acme", rate_per_second=5)
+        self.assertEqual((acme.paused, acme.refuse_submissions), (True, False))
+
+        # Pausing again without the flag keeps the pause and ends the
+        # refusal; the resume ends both, and the same request is admitted.
+        self.assertEqual(self.client.pause(workflow="t.echo"), [{"tenant": "acme"}, {"workflow": "t.echo"}])
+        self.client.pause(workflow="t.echo", refuse_submissions=True)
+        self.assertEqual(self.client.resume(workflow="t.echo"), [{"tenant": "acme"}])
+        self.assertEqual(self.fake.calls_to("/v1/admin/resume")[0].body, {"workflow": "t.echo"})
+        got_limits = self.client.set_workflow_limits("t.echo", rate_per_second=None)
+        self.assertEqual((got_limits.paused, got_limits.refuse_submissions), (False, False))
+        t = self.client.submit("t.echo", {"n": 1}, idempotency_key="held-1")
+        self.assertEqual((t.state, t.replayed), ("queued", False))
+        with self.assertRaises(TypeError):
+            self.client.resume(workflow="t.echo", refuse_submissions=True)  # type: ignore[call-arg]
 
     def test_limits_send_only_the_fields_given(self) -> None:
         got = self.client.set_tenant_rate_limit("acme", rate_per_second=20, burst=2)

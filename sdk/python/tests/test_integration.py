@@ -74,7 +74,7 @@ class IntegrationTest(unittest.TestCase):
         cls.admin = Client(URL, ADMIN_KEY)
         for short in (
             "echo", "refuse", "flaky", "cancel", "timeout", "evidence", "drain", "killed", "join",
-            "retried", "paused", "keyed", "held",
+            "retried", "paused", "keyed", "held", "refusing", "admitted",
         ):
             cls.admin.request("PUT", f"/v1/admin/workflows/{cls.wf(short)}", {"pool": "online"})
         cls.admin.request("PUT", "/v1/admin/workflows/py.hello", {"pool": "online"})
@@ -276,6 +276,36 @@ class IntegrationTest(unittest.TestCase):
         t = self.finished(tid)
         self.assertEqual((t.state, t.result), ("succeeded", {"attempt": 1}))
 
+    def test_a_pause_that_refuses_submissions_refuses_them_until_resumed(self) -> None:
+        # Nothing serves these workflows: what is admitted stays queued
+        # (and is cancelled at the end).
+        name = self.wf("refusing")
+        self.addCleanup(self.admin.resume, workflow=name)
+        self.assertIn({"workflow": name, "refuse_submissions": True},
+                      self.admin.pause(workflow=name, refuse_submissions=True))
+        listed = next(w for w in self.admin.request("GET", "/v1/admin/workflows")["workflows"] if w["name"] == name)
+        self.assertEqual((listed["paused"], listed["refuse_submissions"]), (True, True))
+        key = f"refusing-{self.run_id}"
+        with self.assertRaises(DocketError) as cm:
+            self.admin.submit(name, {"n": 1}, idempotency_key=key)
+        self.assertEqual((cm.exception.code, cm.exception.status), ("submissions_paused", 409))
+        # In a batch that item alone is refused.
+        results = self.admin.submit_batch([
+            {"workflow": name, "input": {"n": 2}, "idempotency_key": key + "-b"},
+            {"workflow": self.wf("admitted"), "input": {"n": 3}, "idempotency_key": key + "-c"},
+        ])
+        self.assertEqual([r.status for r in results], [409, 201])
+        self.assertEqual(results[0].error.code, "submissions_paused")
+        self.addCleanup(self.admin.cancel, results[1].task.id)
+
+        still = self.admin.resume(workflow=name)
+        self.assertFalse([p for p in still if p.get("workflow") == name], still)
+        # Nothing was written for the refused request: the same one is a
+        # new task now.
+        t = self.admin.submit(name, {"n": 1}, idempotency_key=key)
+        self.addCleanup(self.admin.cancel, t.id)
+        self.assertEqual((t.state, t.replayed, t.waiting_on), ("queued", False, None))
+
     def test_a_tenant_is_paused_and_rate_limited(self) -> None:
         tenant = f"py-flow{self.run_id}"
         got = self.admin.set_tenant_rate_limit(tenant, rate_per_second=50, burst=5)
@@ -283,8 +313,14 @@ class IntegrationTest(unittest.TestCase):
         self.assertIn({"tenant": tenant}, self.admin.pause(tenant=tenant))
         listed = self._tenant(tenant)
         self.assertEqual((listed["paused"], listed["rate_per_second"], listed["burst"]), (True, 50, 5))
+        self.assertIs(listed["refuse_submissions"], False)
         # A limit left out stays as it is.
-        self.assertEqual(self.admin.set_tenant_rate_limit(tenant, burst=0).rate_per_second, 50)
+        got = self.admin.set_tenant_rate_limit(tenant, burst=0)
+        self.assertEqual((got.rate_per_second, got.paused, got.refuse_submissions), (50, True, False))
+        # Paused again, refusing: the tenant's limits say so.
+        self.assertIn({"tenant": tenant, "refuse_submissions": True},
+                      self.admin.pause(tenant=tenant, refuse_submissions=True))
+        self.assertTrue(self.admin.set_tenant_rate_limit(tenant, burst=0).refuse_submissions)
         self.assertNotIn({"tenant": tenant}, self.admin.resume(tenant=tenant))
         got = self.admin.set_tenant_rate_limit(tenant, rate_per_second=None)
         self.assertEqual((got.paused, got.rate_per_second, got.burst), (False, None, None))

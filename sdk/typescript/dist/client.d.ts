@@ -69,6 +69,24 @@ export type FlowTarget = {
 } | {
     workflow: string;
 };
+/**
+ * One paused target in the answer of pause and resume (and the server's
+ * stats): its pool, tenant or workflow, with `refuse_submissions: true`
+ * when its pause refuses submissions (absent otherwise).
+ */
+export type PausedTarget = FlowTarget & {
+    readonly refuse_submissions?: true;
+};
+/** Options of a pause. */
+export interface PauseOptions {
+    /**
+     * Also refuse the target's submissions while it is paused: each answers
+     * 409 `submissions_paused` (in a batch, that item alone) and nothing is
+     * written for it, so the same request is admitted after the resume.
+     * Default false: submissions are admitted and wait. Sent only when true.
+     */
+    refuseSubmissions?: boolean;
+}
 /** A change of a rate limit: a number sets it, null removes it, a field left out stays as it is. */
 export interface RateLimitOptions {
     /** Most starts per second, all nodes together (1–1,000,000); null removes the limit. */
@@ -85,6 +103,8 @@ export interface WorkflowLimitsOptions extends RateLimitOptions {
 export interface TenantLimits {
     readonly id: string;
     readonly paused: boolean;
+    /** True while the tenant's pause refuses its submissions (409 `submissions_paused`). */
+    readonly refuseSubmissions: boolean;
     /** null when the tenant has no rate limit (then burst is null too). */
     readonly ratePerSecond: number | null;
     readonly burst: number | null;
@@ -96,6 +116,8 @@ export interface TenantLimits {
 export interface WorkflowLimits {
     readonly name: string;
     readonly paused: boolean;
+    /** True while the workflow's pause refuses its submissions (409 `submissions_paused`). */
+    readonly refuseSubmissions: boolean;
     /** null when the workflow has no rate limit (then burst is null too). */
     readonly ratePerSecond: number | null;
     readonly burst: number | null;
@@ -138,13 +160,22 @@ export declare class Client {
     evidence(id: string): Promise<Evidence[]>;
     /**
      * Pauses one pool, tenant or workflow (an admin key): nothing new of it
-     * starts, on any node; running tasks finish and submissions are still
-     * admitted (queued, with `waitingOn: "paused"`). Resolves with everything
-     * paused.
+     * starts, on any node; running tasks finish. Submissions are still
+     * admitted (queued, with `waitingOn: "paused"`), unless
+     * `refuseSubmissions` is true: then they reject with code
+     * `submissions_paused` (409) until the resume. A pause of what is paused
+     * already sets its refusal anew (without the option, it ends it).
+     * Resolves with everything paused. The refusal is said in the options
+     * only: a target with a `refuse_submissions` member is a TypeError.
      */
-    pause(target: FlowTarget): Promise<FlowTarget[]>;
-    /** Resumes what pause paused; its waiting tasks start in the usual order. Resolves with what is still paused. */
-    resume(target: FlowTarget): Promise<FlowTarget[]>;
+    pause(target: FlowTarget, options?: PauseOptions): Promise<PausedTarget[]>;
+    /**
+     * Resumes what pause paused, refusing submissions or not; its waiting
+     * tasks start in the usual order and its submissions are admitted again.
+     * Resolves with what is still paused. An item of pause's answer may be
+     * passed as it is (its `refuse_submissions` member is not sent).
+     */
+    resume(target: FlowTarget | PausedTarget): Promise<PausedTarget[]>;
     /**
      * Limits the starts of a tenant's tasks, all nodes together (an admin
      * key): in no one-second window more than `ratePerSecond + burst`. A

@@ -6,6 +6,8 @@ import { evidenceFromWire, isTerminal, taskEventFromWire, taskInfoFromWire, } fr
 const MAX_SERVER_WAIT_MS = 60_000;
 const MAX_BATCH = 1_000;
 const FLOW_SCOPES = ["pool", "tenant", "workflow"];
+/** The member of a paused target that says its pause refuses submissions. */
+const REFUSE = "refuse_submissions";
 /**
  * Calls Docket's task API with one key: submit, read, wait, cancel, retry,
  * and read a task's input, history and evidence; with an admin key, pause,
@@ -112,16 +114,33 @@ export class Client {
     }
     /**
      * Pauses one pool, tenant or workflow (an admin key): nothing new of it
-     * starts, on any node; running tasks finish and submissions are still
-     * admitted (queued, with `waitingOn: "paused"`). Resolves with everything
-     * paused.
+     * starts, on any node; running tasks finish. Submissions are still
+     * admitted (queued, with `waitingOn: "paused"`), unless
+     * `refuseSubmissions` is true: then they reject with code
+     * `submissions_paused` (409) until the resume. A pause of what is paused
+     * already sets its refusal anew (without the option, it ends it).
+     * Resolves with everything paused. The refusal is said in the options
+     * only: a target with a `refuse_submissions` member is a TypeError.
      */
-    async pause(target) {
-        return this.setPaused("/v1/admin/pause", target);
+    async pause(target, options = {}) {
+        const refuse = options.refuseSubmissions;
+        if (refuse !== undefined && typeof refuse !== "boolean") {
+            throw new TypeError("docket: pause: refuseSubmissions must be true or false");
+        }
+        if (Object.hasOwn(target, REFUSE)) {
+            throw new TypeError("docket: pause: say { refuseSubmissions } in the options, not in the target");
+        }
+        return this.setPaused("/v1/admin/pause", target, refuse === true);
     }
-    /** Resumes what pause paused; its waiting tasks start in the usual order. Resolves with what is still paused. */
+    /**
+     * Resumes what pause paused, refusing submissions or not; its waiting
+     * tasks start in the usual order and its submissions are admitted again.
+     * Resolves with what is still paused. An item of pause's answer may be
+     * passed as it is (its `refuse_submissions` member is not sent).
+     */
     async resume(target) {
-        return this.setPaused("/v1/admin/resume", target);
+        const { [REFUSE]: _refuse, ...named } = target;
+        return this.setPaused("/v1/admin/resume", named, false);
     }
     /**
      * Limits the starts of a tenant's tasks, all nodes together (an admin
@@ -154,15 +173,20 @@ export class Client {
         const w = res.data;
         return { name: w.name, ...limitsFromWire(w), concurrencyPerKey: w.concurrency_per_key };
     }
-    async setPaused(path, target) {
+    async setPaused(path, target, refuseSubmissions) {
         const named = Object.entries(target).filter(([, key]) => key !== undefined);
         if (named.length !== 1 || !FLOW_SCOPES.includes(named[0][0])) {
             throw new TypeError("docket: name exactly one of pool, tenant or workflow");
         }
+        const body = Object.fromEntries(named);
+        // Sent only when asked: a server that predates it refuses the unknown
+        // field rather than pausing without it.
+        if (refuseSubmissions)
+            body[REFUSE] = true;
         const res = await this.transport.request({
             method: "POST",
             path,
-            body: JSON.stringify(Object.fromEntries(named)),
+            body: JSON.stringify(body),
         });
         return res.data.paused ?? [];
     }
@@ -190,7 +214,12 @@ function limitsBody(o) {
     return body;
 }
 function limitsFromWire(w) {
-    return { paused: w.paused, ratePerSecond: w.rate_per_second ?? null, burst: w.burst ?? null };
+    return {
+        paused: w.paused,
+        refuseSubmissions: w.refuse_submissions === true,
+        ratePerSecond: w.rate_per_second ?? null,
+        burst: w.burst ?? null,
+    };
 }
 /** The JSON body of one submission: only the fields given. */
 function submitBody(workflow, input, o) {

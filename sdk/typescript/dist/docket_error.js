@@ -2,7 +2,7 @@
  * An error answer of the Docket server, or a call that got no answer.
  *
  * `code` is Docket's stable error code (`not_found`, `queue_full`,
- * `idempotency_conflict`, …), or one of the SDK's own:
+ * `idempotency_conflict`, `submissions_paused`, …), or one of the SDK's own:
  * - `network_error`: no answer came (connection refused or dropped);
  * - `timeout`: no answer came within the call's time limit;
  * - `http_error`: an answer that is not Docket's error envelope (a proxy's

@@ -14,7 +14,7 @@
 export { Worker } from "./worker.js";
 export type { WorkerOptions, Handler, TaskContext, RunOptions, WorkerStats, DependencyResult } from "./worker.js";
 export { Client } from "./client.js";
-export type { ClientOptions, SubmitOptions, SubmitResult, SubmitBatchItem, SubmitBatchResult, GetOptions, FlowTarget, RateLimitOptions, WorkflowLimitsOptions, TenantLimits, WorkflowLimits, } from "./client.js";
+export type { ClientOptions, SubmitOptions, SubmitResult, SubmitBatchItem, SubmitBatchResult, GetOptions, FlowTarget, PausedTarget, PauseOptions, RateLimitOptions, WorkflowLimitsOptions, TenantLimits, WorkflowLimits, } from "./client.js";
 export { DocketError } from "./docket_error.js";
 export { TaskFailure } from "./task_failure.js";
 export { TaskAbortedError } from "./task_aborted_error.js";

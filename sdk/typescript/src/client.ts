@@ -80,6 +80,24 @@ export interface GetOptions {
 /** What a pause or a resume names: exactly one pool, tenant or workflow. */
 export type FlowTarget = { pool: Pool } | { tenant: string } | { workflow: string };
 
+/**
+ * One paused target in the answer of pause and resume (and the server's
+ * stats): its pool, tenant or workflow, with `refuse_submissions: true`
+ * when its pause refuses submissions (absent otherwise).
+ */
+export type PausedTarget = FlowTarget & { readonly refuse_submissions?: true };
+
+/** Options of a pause. */
+export interface PauseOptions {
+  /**
+   * Also refuse the target's submissions while it is paused: each answers
+   * 409 `submissions_paused` (in a batch, that item alone) and nothing is
+   * written for it, so the same request is admitted after the resume.
+   * Default false: submissions are admitted and wait. Sent only when true.
+   */
+  refuseSubmissions?: boolean;
+}
+
 /** A change of a rate limit: a number sets it, null removes it, a field left out stays as it is. */
 export interface RateLimitOptions {
   /** Most starts per second, all nodes together (1–1,000,000); null removes the limit. */
@@ -98,6 +116,8 @@ export interface WorkflowLimitsOptions extends RateLimitOptions {
 export interface TenantLimits {
   readonly id: string;
   readonly paused: boolean;
+  /** True while the tenant's pause refuses its submissions (409 `submissions_paused`). */
+  readonly refuseSubmissions: boolean;
   /** null when the tenant has no rate limit (then burst is null too). */
   readonly ratePerSecond: number | null;
   readonly burst: number | null;
@@ -110,6 +130,8 @@ export interface TenantLimits {
 export interface WorkflowLimits {
   readonly name: string;
   readonly paused: boolean;
+  /** True while the workflow's pause refuses its submissions (409 `submissions_paused`). */
+  readonly refuseSubmissions: boolean;
   /** null when the workflow has no rate limit (then burst is null too). */
   readonly ratePerSecond: number | null;
   readonly burst: number | null;
@@ -118,6 +140,7 @@ export interface WorkflowLimits {
 
 interface WireLimits {
   paused: boolean;
+  refuse_submissions?: boolean;
   rate_per_second: number | null;
   burst: number | null;
 }
@@ -126,6 +149,8 @@ interface WireLimits {
 const MAX_SERVER_WAIT_MS = 60_000;
 const MAX_BATCH = 1_000;
 const FLOW_SCOPES = ["pool", "tenant", "workflow"];
+/** The member of a paused target that says its pause refuses submissions. */
+const REFUSE = "refuse_submissions";
 
 /**
  * Calls Docket's task API with one key: submit, read, wait, cancel, retry,
@@ -238,17 +263,34 @@ export class Client {
 
   /**
    * Pauses one pool, tenant or workflow (an admin key): nothing new of it
-   * starts, on any node; running tasks finish and submissions are still
-   * admitted (queued, with `waitingOn: "paused"`). Resolves with everything
-   * paused.
+   * starts, on any node; running tasks finish. Submissions are still
+   * admitted (queued, with `waitingOn: "paused"`), unless
+   * `refuseSubmissions` is true: then they reject with code
+   * `submissions_paused` (409) until the resume. A pause of what is paused
+   * already sets its refusal anew (without the option, it ends it).
+   * Resolves with everything paused. The refusal is said in the options
+   * only: a target with a `refuse_submissions` member is a TypeError.
    */
-  async pause(target: FlowTarget): Promise<FlowTarget[]> {
-    return this.setPaused("/v1/admin/pause", target);
+  async pause(target: FlowTarget, options: PauseOptions = {}): Promise<PausedTarget[]> {
+    const refuse = options.refuseSubmissions;
+    if (refuse !== undefined && typeof refuse !== "boolean") {
+      throw new TypeError("docket: pause: refuseSubmissions must be true or false");
+    }
+    if (Object.hasOwn(target, REFUSE)) {
+      throw new TypeError("docket: pause: say { refuseSubmissions } in the options, not in the target");
+    }
+    return this.setPaused("/v1/admin/pause", target, refuse === true);
   }
 
-  /** Resumes what pause paused; its waiting tasks start in the usual order. Resolves with what is still paused. */
-  async resume(target: FlowTarget): Promise<FlowTarget[]> {
-    return this.setPaused("/v1/admin/resume", target);
+  /**
+   * Resumes what pause paused, refusing submissions or not; its waiting
+   * tasks start in the usual order and its submissions are admitted again.
+   * Resolves with what is still paused. An item of pause's answer may be
+   * passed as it is (its `refuse_submissions` member is not sent).
+   */
+  async resume(target: FlowTarget | PausedTarget): Promise<PausedTarget[]> {
+    const { [REFUSE]: _refuse, ...named } = target as FlowTarget & { [REFUSE]?: unknown };
+    return this.setPaused("/v1/admin/resume", named as FlowTarget, false);
   }
 
   /**
@@ -283,15 +325,19 @@ export class Client {
     return { name: w.name, ...limitsFromWire(w), concurrencyPerKey: w.concurrency_per_key };
   }
 
-  private async setPaused(path: string, target: FlowTarget): Promise<FlowTarget[]> {
+  private async setPaused(path: string, target: FlowTarget, refuseSubmissions: boolean): Promise<PausedTarget[]> {
     const named = Object.entries(target).filter(([, key]) => key !== undefined);
     if (named.length !== 1 || !FLOW_SCOPES.includes(named[0]![0])) {
       throw new TypeError("docket: name exactly one of pool, tenant or workflow");
     }
-    const res = await this.transport.request<{ paused: FlowTarget[] }>({
+    const body: Record<string, unknown> = Object.fromEntries(named);
+    // Sent only when asked: a server that predates it refuses the unknown
+    // field rather than pausing without it.
+    if (refuseSubmissions) body[REFUSE] = true;
+    const res = await this.transport.request<{ paused: PausedTarget[] }>({
       method: "POST",
       path,
-      body: JSON.stringify(Object.fromEntries(named)),
+      body: JSON.stringify(body),
     });
     return res.data.paused ?? [];
   }
@@ -320,8 +366,18 @@ function limitsBody(o: RateLimitOptions): Record<string, unknown> {
   return body;
 }
 
-function limitsFromWire(w: WireLimits): { paused: boolean; ratePerSecond: number | null; burst: number | null } {
-  return { paused: w.paused, ratePerSecond: w.rate_per_second ?? null, burst: w.burst ?? null };
+function limitsFromWire(w: WireLimits): {
+  paused: boolean;
+  refuseSubmissions: boolean;
+  ratePerSecond: number | null;
+  burst: number | null;
+} {
+  return {
+    paused: w.paused,
+    refuseSubmissions: w.refuse_submissions === true,
+    ratePerSecond: w.rate_per_second ?? null,
+    burst: w.burst ?? null,
+  };
 }
 
 /** The JSON body of one submission: only the fields given. */

@@ -22,6 +22,8 @@ export type {
   SubmitBatchResult,
   GetOptions,
   FlowTarget,
+  PausedTarget,
+  PauseOptions,
   RateLimitOptions,
   WorkflowLimitsOptions,
   TenantLimits,

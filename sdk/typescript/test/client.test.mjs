@@ -136,12 +136,68 @@ test("pause and resume name exactly one pool, tenant or workflow, and answer wha
   assert.equal(h.fake.callsTo("/v1/admin/pause").length, 2, "a refused target is not sent");
 });
 
+test("a pause that refuses submissions: the flag is sent when asked, answered per item; submits are 409 submissions_paused, not retried", async (t) => {
+  const h = await setup({ workflows: ["ts.test", "ts.other"] });
+  t.after(() => h.close());
+  assert.deepEqual(await h.client.pause({ tenant: "acme" }), [{ tenant: "acme" }]);
+  assert.deepEqual(await h.client.pause({ workflow: "ts.test" }, { refuseSubmissions: true }), [
+    { tenant: "acme" },
+    { workflow: "ts.test", refuse_submissions: true },
+  ]);
+  assert.deepEqual(await h.client.pause({ pool: "offline" }, { refuseSubmissions: false }), [
+    { tenant: "acme" },
+    { workflow: "ts.test", refuse_submissions: true },
+    { pool: "offline" },
+  ]);
+  assert.deepEqual(h.fake.callsTo("/v1/admin/pause").map((c) => c.body), [
+    { tenant: "acme" },
+    { workflow: "ts.test", refuse_submissions: true },
+    { pool: "offline" },
+  ]);
+  // The refusal is said in the options, as a boolean; nothing is sent otherwise.
+  await assert.rejects(h.client.pause({ workflow: "ts.test", refuse_submissions: true }), TypeError);
+  await assert.rejects(h.client.pause({ workflow: "ts.test" }, { refuseSubmissions: "yes" }), TypeError);
+  assert.equal(h.fake.callsTo("/v1/admin/pause").length, 3);
+
+  // A submit of the workflow rejects once: the client does not retry a 409.
+  const before = h.fake.callsTo("/v1/tasks").length;
+  await assert.rejects(h.client.submit("ts.test", { n: 1 }, { idempotencyKey: "held-1" }), (err) => {
+    assert.ok(err instanceof DocketError);
+    assert.deepEqual([err.code, err.status, err.transient, err.overloaded, err.retryAfterMs], ["submissions_paused", 409, false, false, 0]);
+    return true;
+  });
+  assert.equal(h.fake.callsTo("/v1/tasks").length, before + 1);
+  // In a batch that item alone is refused.
+  const results = await h.client.submitBatch([
+    { workflow: "ts.other", input: 1, idempotencyKey: "b-ok" },
+    { workflow: "ts.test", input: 2, idempotencyKey: "b-held" },
+  ]);
+  assert.deepEqual(results.map((r) => r.status), [201, 409]);
+  assert.deepEqual([results[1].task, results[1].error.code], [null, "submissions_paused"]);
+  // The limits answers say it too.
+  const w = await h.client.setWorkflowLimits("ts.test", { ratePerSecond: 5 });
+  assert.deepEqual([w.paused, w.refuseSubmissions], [true, true]);
+  const acme = await h.client.setTenantRateLimit("acme", { ratePerSecond: 5 });
+  assert.deepEqual([acme.paused, acme.refuseSubmissions], [true, false]);
+
+  // An item of the answer resumes as it is (the flag is not sent); the
+  // same request is then admitted, a new task.
+  const still = await h.client.resume({ workflow: "ts.test", refuse_submissions: true });
+  assert.deepEqual(still, [{ tenant: "acme" }, { pool: "offline" }]);
+  assert.deepEqual(h.fake.callsTo("/v1/admin/resume").map((c) => c.body), [{ workflow: "ts.test" }]);
+  const again = await h.client.submit("ts.test", { n: 1 }, { idempotencyKey: "held-1" });
+  assert.deepEqual([again.replayed, again.task.state], [false, "queued"]);
+  const after = await h.client.setWorkflowLimits("ts.test", { ratePerSecond: null });
+  assert.deepEqual([after.paused, after.refuseSubmissions], [false, false]);
+});
+
 test("setTenantRateLimit and setWorkflowLimits send only the fields given; null removes", async (t) => {
   const h = await setup();
   t.after(() => h.close());
   assert.deepEqual(await h.client.setTenantRateLimit("acme", { ratePerSecond: 20, burst: 2 }), {
     id: "acme",
     paused: false,
+    refuseSubmissions: false,
     ratePerSecond: 20,
     burst: 2,
     maxInFlight: 0,
@@ -158,6 +214,7 @@ test("setTenantRateLimit and setWorkflowLimits send only the fields given; null 
   assert.deepEqual(await h.client.setWorkflowLimits("ts.test", { concurrencyPerKey: 3 }), {
     name: "ts.test",
     paused: false,
+    refuseSubmissions: false,
     ratePerSecond: null,
     burst: null,
     concurrencyPerKey: 3,

@@ -62,7 +62,7 @@ else describe("integration with a Docket server", () => {
   };
 
   test("setup: workflows and a worker key", async () => {
-    for (const name of ["echo", "fail", "flaky", "cancel", "timeout", "evidence", "stop", "killed", "join", "retried", "paused", "keyed", "held"]) {
+    for (const name of ["echo", "fail", "flaky", "cancel", "timeout", "evidence", "stop", "killed", "join", "retried", "paused", "keyed", "held", "refusing", "admitted"]) {
       const w = await admin("PUT", `/v1/admin/workflows/${wf(name)}`, { pool: "online" });
       assert.equal(w.remote, true);
     }
@@ -238,6 +238,40 @@ else describe("integration with a Docket server", () => {
     }
   });
 
+  test("a pause that refuses submissions answers 409 submissions_paused until the resume; then the same submit is admitted", async () => {
+    // Nothing serves these workflows: what is admitted stays queued, and is cancelled at the end.
+    const name = wf("refusing");
+    const admitted = [];
+    try {
+      const paused = await client.pause({ workflow: name }, { refuseSubmissions: true });
+      assert.deepEqual(paused.filter((p) => p.workflow === name), [{ workflow: name, refuse_submissions: true }]);
+      const listed = (await admin("GET", "/v1/admin/workflows")).workflows.find((w) => w.name === name);
+      assert.deepEqual([listed.paused, listed.refuse_submissions], [true, true]);
+      const key = `refusing-${runId}`;
+      await assert.rejects(client.submit(name, { n: 1 }, { idempotencyKey: key }), (err) => {
+        assert.ok(err instanceof DocketError);
+        assert.deepEqual([err.code, err.status, err.transient], ["submissions_paused", 409, false]);
+        return true;
+      });
+      // In a batch that item alone is refused.
+      const results = await client.submitBatch([
+        { workflow: name, input: { n: 2 }, idempotencyKey: `${key}-b` },
+        { workflow: wf("admitted"), input: { n: 3 }, idempotencyKey: `${key}-c` },
+      ]);
+      assert.deepEqual(results.map((r) => [r.status, r.error?.code ?? null]), [[409, "submissions_paused"], [201, null]]);
+      admitted.push(results[1].task.id);
+      // The item of the answer resumes as it is.
+      assert.ok(!(await client.resume(paused.find((p) => p.workflow === name))).some((p) => p.workflow === name));
+      // Nothing was written for the refused request: the same one is a new task now.
+      const again = await client.submit(name, { n: 1 }, { idempotencyKey: key });
+      admitted.push(again.task.id);
+      assert.deepEqual([again.replayed, again.task.state, again.task.waitingOn], [false, "queued", null]);
+    } finally {
+      await client.resume({ workflow: name });
+      for (const id of admitted) await client.cancel(id);
+    }
+  });
+
   test("a tenant is paused, rate limited, resumed and its limit removed", async () => {
     const tenant = `ts-flow${runId}`;
     const listed = async () => (await admin("GET", "/v1/admin/tenants")).tenants.find((x) => x.id === tenant);
@@ -245,9 +279,13 @@ else describe("integration with a Docket server", () => {
     assert.deepEqual([got.id, got.paused, got.ratePerSecond, got.burst], [tenant, false, 50, 5]);
     assert.ok((await client.pause({ tenant })).some((p) => p.tenant === tenant));
     let seen = await listed();
-    assert.deepEqual([seen.paused, seen.rate_per_second, seen.burst], [true, 50, 5]);
+    assert.deepEqual([seen.paused, seen.refuse_submissions, seen.rate_per_second, seen.burst], [true, false, 50, 5]);
     // A limit left out stays as it is.
-    assert.equal((await client.setTenantRateLimit(tenant, { burst: 0 })).ratePerSecond, 50);
+    const kept = await client.setTenantRateLimit(tenant, { burst: 0 });
+    assert.deepEqual([kept.ratePerSecond, kept.paused, kept.refuseSubmissions], [50, true, false]);
+    // Paused again, refusing: the tenant's limits say so.
+    assert.ok((await client.pause({ tenant }, { refuseSubmissions: true })).some((p) => p.tenant === tenant && p.refuse_submissions === true));
+    assert.equal((await client.setTenantRateLimit(tenant, { burst: 0 })).refuseSubmissions, true);
     assert.ok(!(await client.resume({ tenant })).some((p) => p.tenant === tenant));
     const removed = await client.setTenantRateLimit(tenant, { ratePerSecond: null });
     assert.deepEqual([removed.paused, removed.ratePerSecond, removed.burst], [false, null, null]);
@@ -265,7 +303,7 @@ else describe("integration with a Docket server", () => {
       assert.equal((await client.get(first.id)).waitingOn, null);
       assert.equal((await client.get(second.id)).waitingOn, "concurrency_key");
       const got = await client.setWorkflowLimits(name, { concurrencyPerKey: 2, ratePerSecond: 100, burst: 10 });
-      assert.deepEqual(got, { name, paused: false, ratePerSecond: 100, burst: 10, concurrencyPerKey: 2 });
+      assert.deepEqual(got, { name, paused: false, refuseSubmissions: false, ratePerSecond: 100, burst: 10, concurrencyPerKey: 2 });
       assert.equal((await client.get(second.id)).waitingOn, null, "the new slot went to the waiting task at once");
       const reset = await client.setWorkflowLimits(name, { ratePerSecond: null, concurrencyPerKey: null });
       assert.deepEqual([reset.ratePerSecond, reset.burst, reset.concurrencyPerKey], [null, null, 1]);

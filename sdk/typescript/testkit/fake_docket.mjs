@@ -104,7 +104,7 @@ export class FakeDocket extends EventEmitter {
     this.claimWaiters = new Set();
     this.taskWaiters = new Map(); // id → Set<fn>
     this.workers = new Map();
-    this.paused = []; // [{ pool | tenant | workflow: key }]
+    this.paused = []; // [{ pool | tenant | workflow: key, refuse_submissions?: true }]
     this.limits = new Map(); // "tenant:ID" | "workflow:NAME" → { rate_per_second, burst, concurrency_per_key }
     this.seq = 0;
     this.eventSeq = 0;
@@ -289,6 +289,7 @@ export class FakeDocket extends EventEmitter {
       if ((mm = /^\/v1\/admin\/workflows\/([^/]+)$/.exec(path)) && m === "PUT") return this.putWorkflow(decodeURIComponent(mm[1]), body);
       if (path === "/v1/admin/keys" && m === "POST") return this.postKey(body);
       if (path === "/v1/admin/workers" && m === "GET") return this.listWorkers();
+      if (path === "/v1/admin/workflows" && m === "GET") return this.listWorkflows();
       if ((path === "/v1/admin/pause" || path === "/v1/admin/resume") && m === "POST") return this.setPaused(body, path.endsWith("/pause"));
       if ((mm = /^\/v1\/admin\/(tenant|workflow)s\/([^/]+)$/.exec(path)) && m === "PATCH") return this.patchLimits(mm[1], decodeURIComponent(mm[2]), body);
       throw new HttpError(404, "not_found", "no such route");
@@ -327,16 +328,27 @@ export class FakeDocket extends EventEmitter {
   }
 
   setPaused(body, paused) {
-    checkFields(body, ["pool", "tenant", "workflow"], "the request body");
-    const named = Object.entries(body);
+    // As the server: a pause may say refuse_submissions (a boolean), a
+    // resume may not; a pause again sets the refusal anew.
+    checkFields(body, paused ? ["pool", "tenant", "workflow", "refuse_submissions"] : ["pool", "tenant", "workflow"], "the request body");
+    const { refuse_submissions: refuse = false, ...target } = body;
+    if (typeof refuse !== "boolean") throw invalid('"refuse_submissions" must be true or false');
+    const named = Object.entries(target);
     if (named.length !== 1 || typeof named[0][1] !== "string" || named[0][1] === "") {
       throw invalid('name exactly one of "pool", "tenant" or "workflow"');
     }
     const [scope, key] = named[0];
     const i = this.paused.findIndex((t) => t[scope] === key);
-    if (paused && i < 0) this.paused.push({ [scope]: key });
+    const item = refuse ? { [scope]: key, refuse_submissions: true } : { [scope]: key };
+    if (paused && i < 0) this.paused.push(item);
+    if (paused && i >= 0) this.paused[i] = item;
     if (!paused && i >= 0) this.paused.splice(i, 1);
-    return { status: 200, json: { paused: [...this.paused] } };
+    return { status: 200, json: { paused: this.paused.map((t) => ({ ...t })) } };
+  }
+
+  /** Whether the scope's key is paused with refuse_submissions. */
+  refusing(scope, key) {
+    return this.paused.some((t) => t[scope] === key && t.refuse_submissions === true);
   }
 
   /** PATCH of a tenant's or workflow's limits: only the fields given change, null puts one back to its default. */
@@ -348,9 +360,24 @@ export class FakeDocket extends EventEmitter {
     for (const [name, v] of Object.entries(body)) rule[name] = v === null ? defaults[name] ?? null : v;
     this.limits.set(id, rule);
     const rate = rule.rate_per_second;
-    const shown = { paused: this.paused.some((t) => t[scope] === key), rate_per_second: rate, burst: rate === null ? null : rule.burst };
+    const shown = {
+      paused: this.paused.some((t) => t[scope] === key),
+      refuse_submissions: this.refusing(scope, key),
+      rate_per_second: rate,
+      burst: rate === null ? null : rule.burst,
+    };
     if (scope === "tenant") return { status: 200, json: { id: key, max_in_flight: rule.max_in_flight ?? 0, weight: rule.weight ?? 1, in_flight: 0, ...shown } };
     return { status: 200, json: { name: key, ...shown, concurrency_per_key: rule.concurrency_per_key } };
+  }
+
+  /** The registered workflows with their pause (rate limits and keys left out). */
+  listWorkflows() {
+    const workflows = [...this.workflows.values()].map((w) => ({
+      ...w,
+      paused: this.paused.some((t) => t.workflow === w.name),
+      refuse_submissions: this.refusing("workflow", w.name),
+    }));
+    return { status: 200, json: { workflows } };
   }
 
   listWorkers() {
@@ -403,6 +430,9 @@ export class FakeDocket extends EventEmitter {
     }
     const pool = body.pool ?? wf.pool;
     if (pool !== "online" && pool !== "offline") return { error: invalid("pool must be online or offline") };
+    if (this.refusing("pool", pool) || this.refusing("tenant", p.tenant) || this.refusing("workflow", body.workflow)) {
+      return { error: new HttpError(409, "submissions_paused", "the task's pool, tenant or workflow is paused and refuses submissions") };
+    }
     const timeout = intIn(body.timeout_ms, 1, 86_400_000, "timeout_ms", wf.timeout_ms ?? this.defaultTimeoutMs);
     const maxAttempts = intIn(body.max_attempts, 1, 100, "max_attempts", wf.max_attempts ?? 3);
     const now = Date.now();
