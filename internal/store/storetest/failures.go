@@ -208,21 +208,8 @@ func (su suite) testRetry(t *testing.T) {
 	su.run(t, "Concurrent", func(t *testing.T, s store.Store) {
 		c := failedTask(t, s, at(0), newItem(tenantA))
 		f := fork(t, s, "second", 2)
-		results := make(chan store.RetryOutcome, 2)
-		for _, st := range []store.Store{s, f} {
-			go func() {
-				res, err := st.Retry(t.Context(), &store.RetryParams{Now: at(time.Second), By: operator,
-					Items: []*store.RetryItem{retryItem(tenantA, c.Task.ID)}})
-				if err != nil {
-					t.Errorf("Retry: %v", err)
-					results <- 0
-					return
-				}
-				results <- res[0].Outcome
-			}()
-		}
-		got := []store.RetryOutcome{<-results, <-results}
-		slices.Sort(got)
+		got := racingRetries(t, at(time.Second), map[store.Store]*store.RetryItem{
+			s: retryItem(tenantA, c.Task.ID), f: retryItem(tenantA, c.Task.ID)})
 		if !slices.Equal(got, []store.RetryOutcome{store.Retried, store.NotRetryable}) {
 			t.Errorf("two concurrent retries: %v, want one retried, one not_retryable", got)
 		}
@@ -243,28 +230,41 @@ func (su suite) testRetry(t *testing.T) {
 			admitOne(t, s, at(0), newItem(tenantB)) // the pool holds 2*round+1 live tasks
 			capacity := 2*round + 2                 // one unit of room
 			tasks := failed[2*round : 2*round+2]
-			results := make(chan store.RetryOutcome, 2)
-			for i, st := range []store.Store{s, f} {
-				go func() {
-					it := retryItem(tenantA, tasks[i].Task.ID)
-					it.PoolCapacity = capacity
-					res, err := st.Retry(t.Context(), &store.RetryParams{Now: at(time.Second), By: operator, Items: []*store.RetryItem{it}})
-					if err != nil {
-						t.Errorf("Retry: %v", err)
-						results <- 0
-						return
-					}
-					results <- res[0].Outcome
-				}()
+			items := map[store.Store]*store.RetryItem{s: retryItem(tenantA, tasks[0].Task.ID), f: retryItem(tenantA, tasks[1].Task.ID)}
+			for _, it := range items {
+				it.PoolCapacity = capacity
 			}
-			got := []store.RetryOutcome{<-results, <-results}
-			slices.Sort(got)
+			got := racingRetries(t, at(time.Second), items)
 			if !slices.Equal(got, []store.RetryOutcome{store.Retried, store.RetryQueueFull}) {
 				t.Fatalf("round %d: two retries for one unit of room: %v, want one retried, one queue_full", round, got)
 			}
 			wantUsage(t, s, dockettype.PoolOnline, capacity, tenantA, round+1)
 		}
 	})
+}
+
+// racingRetries runs one retry per store at once and returns their
+// outcomes, sorted (0 for a call that failed, reported).
+func racingRetries(t *testing.T, now time.Time, items map[store.Store]*store.RetryItem) []store.RetryOutcome {
+	t.Helper()
+	results := make(chan store.RetryOutcome, len(items))
+	for st, it := range items {
+		go func() {
+			res, err := st.Retry(t.Context(), &store.RetryParams{Now: now, By: operator, Items: []*store.RetryItem{it}})
+			if err != nil {
+				t.Errorf("Retry: %v", err)
+				results <- 0
+				return
+			}
+			results <- res[0].Outcome
+		}()
+	}
+	got := make([]store.RetryOutcome, 0, len(items))
+	for range items {
+		got = append(got, <-results)
+	}
+	slices.Sort(got)
+	return got
 }
 
 func (su suite) testBulk(t *testing.T) {
