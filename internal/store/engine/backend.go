@@ -156,11 +156,9 @@ type transitionSteps interface {
 	// (which the engine's caller guarantees is of the task's pool): its result row goes, and
 	// its live row is queued and ready (attempt 0, the result's epoch+1, a
 	// deadline of its original timeout from now). It returns the rows it
-	// changed, From the state the task left.
+	// changed, From the state the task left and ResultBytes the bytes of
+	// the result it deleted.
 	Revive(rows []Revive, now time.Time) ([]Moved, error)
-	// ResultBytes returns the bytes of the result of each terminal task
-	// among ids (a task without a result row is absent).
-	ResultBytes(ids []string) (map[string]int64, error)
 	// LockFinished locks the result rows among ids in ID order and returns
 	// those tasks (terminal) with their tenant.
 	LockFinished(ids []string) ([]Finished, error)
@@ -384,4 +382,6 @@ type Moved struct {
 	// a slot of the key (then the end frees it).
 	Workflow, Key string
 	KeySlot       bool
+	// ResultBytes (Revive): the bytes of the result row it deleted.
+	ResultBytes int64
 }

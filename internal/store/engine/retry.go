@@ -27,7 +27,7 @@ func retryable(s dockettype.State) bool {
 // (GateReader) revives first and locks the gate rows last, just before
 // their counts are written: a retry of a thousand tasks (a bulk retry's
 // batch) holds the rows every admission of its pool locks only for its
-// counters and events, not for the revive. When the room it counted on
+// counters, not for the revive or its events. When the room it counted on
 // was taken meanwhile, it runs again with the gates locked first.
 func (s *Store) Retry(ctx context.Context, p *store.RetryParams) ([]store.RetryResult, error) {
 	for _, it := range p.Items {
@@ -119,32 +119,36 @@ func retry(tx Tx, p *store.RetryParams, lateGates bool) ([]store.RetryResult, er
 	}
 	if len(rows) > 0 {
 		slices.SortFunc(rows, func(a, b Revive) int { return cmp.Compare(a.TaskID, b.TaskID) })
-		// A revived task's result row goes: its bytes leave the tenant's
-		// stored bytes (results are immutable, so reading them first is
-		// exact).
-		resultBytes, err := tx.ResultBytes(reviveIDs(rows))
-		if err != nil {
-			return nil, err
-		}
 		moved, err := tx.Revive(rows, p.Now)
 		if err != nil {
 			return nil, err
 		}
+		c := newChanges()
+		for _, m := range moved {
+			// A revived task's result row went: its bytes leave the
+			// tenant's stored bytes.
+			if m.ResultBytes != 0 {
+				c.stored(m.Tenant, -m.ResultBytes)
+			}
+			c.events = append(c.events, Event{TaskID: m.TaskID, From: m.From, To: dockettype.StateQueued,
+				Epoch: m.Epoch, Code: dockettype.CodeRetried, By: p.By})
+		}
 		if late {
+			// The events lock nothing: written before the gates are
+			// locked, they are not part of the time an admission of the
+			// same pool waits on this retry.
+			if len(c.events) > 0 {
+				if err := tx.InsertEvents(c.events, p.Now); err != nil {
+					return nil, err
+				}
+				c.events = c.events[:0]
+			}
 			if err := checkRevivedUnderLocks(tx, p.Items, moved); err != nil {
 				return nil, err
 			}
 		}
-		c := newChanges()
-		for _, m := range moved {
-			if n := resultBytes[m.TaskID]; n != 0 {
-				c.stored(m.Tenant, -n)
-			}
-		}
 		inFlight := map[counterKey]int64{}
 		for _, m := range moved {
-			c.events = append(c.events, Event{TaskID: m.TaskID, From: m.From, To: dockettype.StateQueued,
-				Epoch: m.Epoch, Code: dockettype.CodeRetried, By: p.By})
 			if m.Ready {
 				c.ready(m.Queue, m.Tenant, 1)
 			}
@@ -230,13 +234,4 @@ func checkRevivedUnderLocks(tx Tx, items []*store.RetryItem, moved []Moved) erro
 		}
 	}
 	return nil
-}
-
-// reviveIDs lists the rows' task IDs, in their order.
-func reviveIDs(rows []Revive) []string {
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.TaskID
-	}
-	return ids
 }

@@ -792,12 +792,13 @@ func (t *txn) InsertEvents(events []engine.Event, now time.Time) error {
 // (kind 'live') and, apart, the states they came from (kind 'gone'),
 // which Revive pairs by ID: joined in the statement, a planner that
 // expected one row of each made it a nested loop of every row with every
-// row (60 ms of a thousand-task retry).
+// row (60 ms of a thousand-task retry). A 'gone' row's epoch column is
+// the bytes of the result it deleted.
 const reviveSQL = `WITH gone AS (
 		DELETE FROM task_results r
 		WHERE r.task_id = ANY($1) AND (r.task_id || ' ' || r.tenant) = ANY($2)
 			AND r.state IN ('failed', 'timed_out', 'cancelled')
-		RETURNING r.task_id, r.tenant, r.state, r.lease_epoch
+		RETURNING r.task_id, r.tenant, r.state, r.lease_epoch, coalesce(octet_length(r.result), 0)::bigint AS bytes
 	), live AS (
 		-- A task with a concurrency key comes back waiting on its key; the
 		-- engine gives it a slot if one is free, in this transaction.
@@ -812,7 +813,7 @@ const reviveSQL = `WITH gone AS (
 	SELECT 'live', l.id, l.tenant, l.lease_epoch, l.concurrency_key IS NULL, l.workflow, coalesce(l.concurrency_key, '')
 	FROM live l
 	UNION ALL
-	SELECT 'gone', g.task_id, '', 0, false, '', g.state FROM gone g`
+	SELECT 'gone', g.task_id, '', g.bytes, false, '', g.state FROM gone g`
 
 // Revive makes retryable terminal tasks live again: one statement per
 // queue, all in one round trip. The caller guarantees each row's queue is
@@ -859,7 +860,11 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 // from.
 func collectRevived(rows pgx.Rows, q store.Queue) ([]engine.Moved, error) {
 	var live []engine.Moved
-	from := map[string]dockettype.State{}
+	type gone struct {
+		from  dockettype.State
+		bytes int64
+	}
+	from := map[string]gone{}
 	var (
 		kind, id, tenant, workflow, key string
 		epoch                           int64
@@ -867,7 +872,7 @@ func collectRevived(rows pgx.Rows, q store.Queue) ([]engine.Moved, error) {
 	)
 	_, err := pgx.ForEachRow(rows, []any{&kind, &id, &tenant, &epoch, &ready, &workflow, &key}, func() error {
 		if kind == "gone" {
-			from[id] = dockettype.State(key)
+			from[id] = gone{from: dockettype.State(key), bytes: epoch}
 			return nil
 		}
 		live = append(live, engine.Moved{TaskID: id, Tenant: tenant, Queue: q, Epoch: epoch, Ready: ready, Workflow: workflow, Key: key})
@@ -877,25 +882,10 @@ func collectRevived(rows pgx.Rows, q store.Queue) ([]engine.Moved, error) {
 		return nil, err
 	}
 	for i := range live {
-		live[i].From = from[live[i].TaskID]
+		g := from[live[i].TaskID]
+		live[i].From, live[i].ResultBytes = g.from, g.bytes
 	}
 	return live, nil
-}
-
-// ResultBytes returns the bytes of each result among ids.
-func (t *txn) ResultBytes(ids []string) (map[string]int64, error) {
-	rows, err := t.query(`SELECT task_id, coalesce(octet_length(result), 0)::bigint FROM task_results WHERE task_id = ANY($1)`, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(ids))
-	var id string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error {
-		out[id] = n
-		return nil
-	})
-	return out, err
 }
 
 // LockFinished locks the result rows among ids in ID order.

@@ -655,29 +655,10 @@ func (t *txn) Notify(ready []store.Queue, finished []string) error {
 	return nil
 }
 
-// ResultBytes returns the bytes of each result among ids.
-func (t *txn) ResultBytes(ids []string) (map[string]int64, error) {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT task_id, coalesce(length(CAST(result AS BLOB)), 0) FROM task_results
-		WHERE task_id IN (SELECT value FROM json_each(?1))`, jsonArg(ids))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make(map[string]int64, len(ids))
-	for rows.Next() {
-		var id string
-		var n int64
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, err
-		}
-		out[id] = n
-	}
-	return out, rows.Err()
-}
-
 // Revive makes retryable terminal tasks live again: their result rows go,
 // and their live rows are queued and ready (attempt 0, the result's
-// epoch+1, the original timeout from now).
+// epoch+1, the original timeout from now), with the bytes of the results
+// deleted.
 func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error) {
 	queues := make(map[string]string, len(rows))
 	list := make([][2]string, len(rows))
@@ -687,14 +668,14 @@ func (t *txn) Revive(rows []engine.Revive, now time.Time) ([]engine.Moved, error
 	res, err := t.tx.QueryContext(t.ctx, `DELETE FROM task_results WHERE task_id IN (
 			SELECT t.id FROM json_each(?1) j JOIN tasks t ON t.id = j.value->>0 WHERE t.tenant = j.value->>1)
 		AND state IN ('failed', 'timed_out', 'cancelled')
-		RETURNING task_id, tenant, state, lease_epoch + 1`, jsonArg(list))
+		RETURNING task_id, tenant, state, lease_epoch + 1, coalesce(length(CAST(result AS BLOB)), 0)`, jsonArg(list))
 	if err != nil {
 		return nil, err
 	}
 	gone, err := collect(res, func(r *sql.Rows) (engine.Moved, error) {
 		var m engine.Moved
 		var from string
-		err := r.Scan(&m.TaskID, &m.Tenant, &from, &m.Epoch)
+		err := r.Scan(&m.TaskID, &m.Tenant, &from, &m.Epoch, &m.ResultBytes)
 		m.From, m.Queue = dockettype.State(from), store.Queue(queues[m.TaskID])
 		return m, err
 	})
