@@ -39,6 +39,14 @@ type pool struct {
 
 	freedC chan struct{} // buffered(1): a worker slot was freed
 
+	// Worker goroutines outlive their task: one that finishes waits on
+	// idleC for the next task launched, until quitC (made by Start,
+	// closed by Stop) closes. A claim loop that starts a thousand tasks
+	// then mostly hands them to waiting goroutines instead of creating
+	// them, and a goroutine's stack, once grown by a run, stays grown.
+	idleC chan func()
+	quitC chan struct{}
+
 	mu      sync.Mutex
 	running int // includes reserved
 	tasks   sync.WaitGroup
@@ -84,6 +92,7 @@ func newPool(base baseService, name dockettype.Pool, st claimer, w *worker, m *m
 		grace:       &sig.grace,
 		abandon:     &sig.abandon,
 		freedC:      make(chan struct{}, 1),
+		idleC:       make(chan func()),
 	}
 	p.settled = sync.NewCond(&p.mu)
 	return p
@@ -96,6 +105,7 @@ func (p *pool) Start(ctx context.Context) error {
 	// Task contexts outlive the claim loop's context during the grace
 	// period, so they do not derive from ctx's cancellation.
 	p.taskCtx, p.taskCancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	p.quitC = make(chan struct{})
 	p.mu.Lock()
 	p.stopping, p.drained = false, false
 	p.mu.Unlock()
@@ -120,6 +130,7 @@ func (p *pool) Stop() {
 	}
 	p.mu.Unlock()
 	defer p.taskCancel(errShutdown)
+	defer close(p.quitC) // idle workers exit; an abandoned one exits when its task returns
 	if p.free() == p.cfg.Workers {
 		return
 	}
@@ -315,15 +326,35 @@ func (p *pool) handedOver(reserved int, started []*store.ClaimedTask, at time.Ti
 	}
 }
 
-// launch runs a task whose worker slot is counted in running.
+// launch runs a task whose worker slot is counted in running: on an idle
+// worker goroutine if one waits, on a new one otherwise.
 func (p *pool) launch(c *store.ClaimedTask, claimedAt time.Time) {
 	p.tasks.Add(1)
 	run := p.worker.start(p.taskCtx, c, claimedAt)
-	go func() {
-		defer p.tasks.Done()
-		defer p.freeSlot()
-		run()
-	}()
+	select {
+	case p.idleC <- run:
+	default:
+		go p.serve(run, p.quitC)
+	}
+}
+
+// serve runs run, then the tasks handed to it while it waits idle, until
+// quit closes.
+func (p *pool) serve(run func(), quit <-chan struct{}) {
+	for {
+		p.runTask(run)
+		select {
+		case run = <-p.idleC:
+		case <-quit:
+			return
+		}
+	}
+}
+
+func (p *pool) runTask(run func()) {
+	defer p.tasks.Done()
+	defer p.freeSlot()
+	run()
 }
 
 func (p *pool) freeSlot() {
