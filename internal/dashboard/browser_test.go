@@ -1362,6 +1362,13 @@ func TestDashboardFailuresInBrowser(t *testing.T) {
 	if got := b.text(row + " button.danger"); got != "Confirm discard" {
 		t.Errorf("discard button after one click = %q, want Confirm discard", got)
 	}
+	// The table is redrawn every two seconds: the armed discard outlives
+	// the redraw (it was once reset by it, between a user's two clicks).
+	updated := b.text("#deadletters-updated")
+	b.until("see the table redrawn", fmt.Sprintf(`document.querySelector("#deadletters-updated").textContent !== %q`, updated))
+	if got := b.text(row + " button.danger"); got != "Confirm discard" {
+		t.Errorf("discard button after a redraw = %q, want Confirm discard", got)
+	}
 	b.do("discard the group", chromedp.Click(chromedp.CSS(row+" button.danger")))
 	b.until("see the discard done", `document.querySelector("#deadletters-answer").textContent.includes("3 discarded")`)
 	b.until("see no dead letter left", `document.querySelector("#deadletters-empty").offsetParent !== null`)

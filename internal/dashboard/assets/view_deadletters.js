@@ -13,6 +13,16 @@ const EVERY_MS = 2000;
 
 const loads = latestOnly();
 
+// The table is redrawn every EVERY_MS: what a click started must outlive
+// the row it was made on. armed is the group whose discard waits for its
+// confirming click, busy the groups with a bulk action under way.
+let armed = null;
+const busy = new Set();
+
+function groupKey(g) {
+  return [g.tenant, g.workflow, g.error_code || ""].join("\u0000");
+}
+
 export const deadletters = {
   name: "deadletters",
   path: ["dead-letters"],
@@ -20,6 +30,7 @@ export const deadletters = {
   wire() {},
   async open() {
     const nav = navigation();
+    armed = null;
     say($("deadletters-answer"), "");
     await load();
     every(nav, EVERY_MS, load);
@@ -44,17 +55,25 @@ async function load() {
 }
 
 function row(g) {
+  const key = groupKey(g);
   const discard = el("button", { type: "button", class: "danger", text: "Discard" });
+  if (armed === key) {
+    discard.dataset.armed = "1";
+    discard.textContent = "Confirm discard";
+  }
   discard.addEventListener("click", () => {
     if (discard.dataset.armed !== "1") {
+      armed = key;
       discard.dataset.armed = "1";
       discard.textContent = "Confirm discard";
       return;
     }
+    armed = null;
     bulk("delete", g, discard);
   });
   const retry = el("button", { type: "button", text: "Retry" });
   retry.addEventListener("click", () => bulk("retry", g, retry));
+  retry.disabled = discard.disabled = busy.has(key);
   return el("tr", { data: { workflow: g.workflow, code: g.error_code, tenant: g.tenant } },
     el("td", { text: g.tenant }),
     el("td", { class: "mono", text: g.workflow }),
@@ -67,8 +86,20 @@ function row(g) {
 
 // bulk starts a bulk action on the group's failed tasks and follows it.
 async function bulk(action, g, btn) {
-  const answer = $("deadletters-answer");
+  const key = groupKey(g);
+  busy.add(key);
   btn.disabled = true;
+  try {
+    await follow(action, g, btn);
+  } finally {
+    busy.delete(key);
+  }
+  await load();
+}
+
+// follow starts the bulk job and shows its progress until it ends.
+async function follow(action, g, btn) {
+  const answer = $("deadletters-answer");
   const filter = { state: "failed", workflow: g.workflow };
   if (g.error_code) filter.error_code = g.error_code;
   const admin = isAdmin();
@@ -95,7 +126,6 @@ async function bulk(action, g, btn) {
   }
   answer.dataset.job = job.id;
   answer.dataset.state = job.state;
-  await load();
 }
 
 function describe(job) {
