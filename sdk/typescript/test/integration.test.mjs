@@ -17,6 +17,10 @@ const url = process.env.DOCKET_URL;
 const adminKey = process.env.DOCKET_ADMIN_KEY;
 const leaseTtlMs = Number(process.env.DOCKET_LEASE_TTL_MS || 30_000);
 const skip = url && adminKey ? false : "integration tests: set DOCKET_URL and DOCKET_ADMIN_KEY (an admin key of tenant demo) to run them against a server";
+// Set by scripts/integration_on_fake.mjs: the fake server of testkit/ models
+// the worker protocol, not the server's in-process workflows, dependencies,
+// tenant limits, pauses or concurrency keys; the tests of those skip there.
+const realOnly = process.env.DOCKET_SERVER_IS_FAKE === "1" ? "needs docket serve (the fake server does not model it)" : false;
 
 const runId = Array.from({ length: 6 }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))).join("");
 const wf = (name) => `ts.${runId}.${name}`;
@@ -101,7 +105,7 @@ else describe("integration with a Docket server", () => {
     await running;
   });
 
-  test("a handler reads its dependencies' results (fan-in)", { timeout: 30_000 }, async () => {
+  test("a handler reads its dependencies' results (fan-in)", { timeout: 30_000, skip: realOnly }, async () => {
     const w = newWorker();
     w.handle(wf("join"), async (_task, ctx) => {
       const deps = await ctx.dependencyResults();
@@ -172,14 +176,14 @@ else describe("integration with a Docket server", () => {
     await running;
   });
 
-  test("retry of a succeeded task is 409 not_retryable", { timeout: 30_000 }, async () => {
+  test("retry of a succeeded task is 409 not_retryable", { timeout: 30_000, skip: realOnly }, async () => {
     const { task } = await client.submit("demo.echo", { n: 1 });
     assert.equal((await client.get(task.id, { waitMs: 20_000 })).state, "succeeded");
     await assert.rejects(client.retry(task.id), (err) => err instanceof DocketError && err.code === "not_retryable" && err.status === 409);
     assert.equal((await client.get(task.id)).state, "succeeded");
   });
 
-  test("retry on a full tenant is 429 tenant_quota_exceeded, then admitted once there is room", { timeout: 30_000 }, async () => {
+  test("retry on a full tenant is 429 tenant_quota_exceeded, then admitted once there is room", { timeout: 30_000, skip: realOnly }, async () => {
     // A tenant of its own with room for one task in flight; nothing serves
     // the workflow, so a submitted task stays queued (in flight).
     const tenant = `ts-cap${runId}`;
@@ -215,7 +219,7 @@ else describe("integration with a Docket server", () => {
     }
   });
 
-  test("a paused workflow's task waits (waitingOn paused) until resumed, then runs", { timeout: 30_000 }, async () => {
+  test("a paused workflow's task waits (waitingOn paused) until resumed, then runs", { timeout: 30_000, skip: realOnly }, async () => {
     const name = wf("paused");
     assert.deepEqual((await client.pause({ workflow: name })).filter((p) => p.workflow === name), [{ workflow: name }]);
     const w = newWorker();
@@ -272,7 +276,7 @@ else describe("integration with a Docket server", () => {
     }
   });
 
-  test("a tenant is paused, rate limited, resumed and its limit removed", async () => {
+  test("a tenant is paused, rate limited, resumed and its limit removed", { skip: realOnly }, async () => {
     const tenant = `ts-flow${runId}`;
     const listed = async () => (await admin("GET", "/v1/admin/tenants")).tenants.find((x) => x.id === tenant);
     const got = await client.setTenantRateLimit(tenant, { ratePerSecond: 50, burst: 5 });
@@ -293,7 +297,7 @@ else describe("integration with a Docket server", () => {
     assert.deepEqual([seen.paused, seen.rate_per_second], [false, null]);
   });
 
-  test("setWorkflowLimits: a higher concurrencyPerKey gives a waiting task of the key its slot", async () => {
+  test("setWorkflowLimits: a higher concurrencyPerKey gives a waiting task of the key its slot", { skip: realOnly }, async () => {
     // Nothing serves the workflow: a task with a slot of its key is ready
     // (waiting on nothing but a worker), a second one waits for the slot.
     const name = wf("keyed");

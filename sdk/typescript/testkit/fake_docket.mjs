@@ -681,7 +681,10 @@ export class FakeDocket extends EventEmitter {
             t.leaseKeyId = p.id;
             this.running.add(t.id);
             this.event(t, "queued", "running", "");
-            out.push({ lease: this.token(t, p), task: this.wire(t), input: t.input });
+            // The task span's traceparent, in the task's trace, as the
+            // real server hands it over (the span ID is the fake's own).
+            const span = crypto.createHash("sha256").update(t.id).digest("hex").slice(0, 16);
+            out.push({ lease: this.token(t, p), task: this.wire(t), input: t.input, traceparent: `00-${t.trace_id}-${span}-01` });
           }
         }
       }
