@@ -50,6 +50,10 @@ type Claims struct {
 	// that the spans of a remote finish join the task's trace; "" in
 	// tokens made before it was carried, or when it is not a valid one.
 	TraceID string
+	// TraceUnsampled: the task's trace is not sampled, so the spans of a
+	// remote finish are not recorded (a token that carries no flag, made
+	// before it was carried, is of a sampled trace).
+	TraceUnsampled bool
 }
 
 // Sign returns the token of c for the key that claimed (keyID).
@@ -117,12 +121,16 @@ func encode(c Claims) []byte {
 	b = binary.AppendUvarint(b, uint64(c.Epoch))
 	b = binary.AppendUvarint(b, uint64(c.Attempt))
 	b = binary.AppendUvarint(b, uint64(c.MaxAttempts))
-	// The trace ID, when valid, is the last 16 bytes: a token without it
-	// (made by an earlier version) still decodes.
+	// The trace ID, when valid, is the next 16 bytes, then for a trace
+	// that is not sampled one byte of W3C trace flags (00): a token
+	// without them (made by an earlier version) still decodes.
 	if len(c.TraceID) == 2*traceIDLen && lowerHex(c.TraceID) {
 		var raw [traceIDLen]byte
 		if _, err := hex.Decode(raw[:], []byte(c.TraceID)); err == nil {
 			b = append(b, raw[:]...)
+			if c.TraceUnsampled {
+				b = append(b, 0)
+			}
 		}
 	}
 	return b
@@ -167,8 +175,11 @@ func decode(b []byte) (Claims, bool) {
 	epoch, ok3 = num()
 	attempt, ok4 = num()
 	maxAttempts, ok5 = num()
-	if len(b) == traceIDLen {
+	switch {
+	case len(b) == traceIDLen:
 		c.TraceID, b = hex.EncodeToString(b), nil
+	case len(b) == traceIDLen+1 && b[traceIDLen] == 0:
+		c.TraceID, c.TraceUnsampled, b = hex.EncodeToString(b[:traceIDLen]), true, nil
 	}
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || len(b) != 0 || c.TaskID == "" || attempt > 1<<30 || maxAttempts > 1<<30 {
 		return Claims{}, false

@@ -105,6 +105,16 @@ func TestTraceID(t *testing.T) {
 	if _, ok := decode(body[:len(body)-1]); ok {
 		t.Fatal("a body with 15 bytes of trace ID decoded")
 	}
+	// An unsampled trace is carried by one more byte, 00; any other is no
+	// token.
+	unsampled := traced
+	unsampled.TraceUnsampled = true
+	if got, err := Verify(secret, "key_a", Sign(secret, "key_a", unsampled)); err != nil || got != unsampled {
+		t.Fatalf("Verify = %+v, %v; want %+v", got, err, unsampled)
+	}
+	if _, ok := decode(append(encode(traced), 1)); ok {
+		t.Fatal("a body with trace flags 01 decoded")
+	}
 }
 
 // Peek reads a token's claims without the secret, and refuses what is not

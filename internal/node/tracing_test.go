@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,12 +75,19 @@ func tracedNode(t *testing.T, tp trace.TracerProvider, reg *workflow.Registry) (
 // returns the task and the answer's traceparent.
 func submitTraced(t *testing.T, url, key, wf string) (*dockettype.Task, string) {
 	t.Helper()
+	return submitWithFlags(t, url, key, wf, "01", secretKey)
+}
+
+// submitWithFlags is submitTraced with the traceparent's flags and the
+// idempotency key given.
+func submitWithFlags(t *testing.T, url, key, wf, flags, idem string) (*dockettype.Task, string) {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"workflow": wf, "input": map[string]string{"secret": secretInput}})
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/tasks", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", secretKey)
-	req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+	req.Header.Set("Idempotency-Key", idem)
+	req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-"+flags)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -367,6 +375,96 @@ func TestTraceOfARemoteTask(t *testing.T) {
 		t.Errorf("finish links %v, want the finish request's span %s", fin.Links(), finReq.SpanContext().SpanID())
 	}
 	noSecrets(t, append(spans, wrec.Ended()...))
+}
+
+// A caller's unsampled traceparent (flags 00) holds for the task's whole
+// life: under the default parent-based sampler no span of it is recorded,
+// neither the request's nor those written later on the claiming node (the
+// wait, the run, the finish, remote or in-process), and a remote worker
+// is handed the task span's traceparent with flags 00, so that its SDK
+// records nothing either. A sampled caller's task beside it is traced.
+func TestUnsampledCallerTrace(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := otlp.NewSDKProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	wrec := tracetest.NewSpanRecorder()
+	wtp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(wrec))
+	defer wtp.Shutdown(context.Background())
+	reg := workflow.NewRegistry()
+	if err := reg.Register("trace.local", workflow.Definition{Pool: dockettype.PoolOnline,
+		Run: func(context.Context, *workflow.Binding, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{}`), nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	n, key, stop := tracedNode(t, tp, reg)
+	admin := client.New(n.URL(), key)
+	ctx := context.Background()
+	if err := admin.Call(ctx, "PUT", "/v1/admin/workflows/trace.remote", map[string]any{"pool": "online"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var k struct{ Key string }
+	if err := admin.Call(ctx, "POST", "/v1/admin/keys",
+		map[string]any{"tenant": "demo", "principal": "fleet", "role": "worker"}, &k); err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := logtest.New(t)
+	w := worker.New(n.URL(), k.Key, worker.Options{Wait: time.Second, TracerProvider: wtp, Logger: logger})
+	var seen sync.Map // task ID → the traceparent its handler saw
+	w.Handle("trace.remote", func(ctx context.Context, task *worker.Task) (any, error) {
+		seen.Store(task.ID, task.Traceparent)
+		return map[string]string{}, nil
+	})
+	wctx, stopWorker := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(wctx) }()
+
+	unsampledLocal, answer := submitWithFlags(t, n.URL(), key, "trace.local", "00", "u-local")
+	if !strings.HasSuffix(answer, "-00") {
+		t.Errorf("answer traceparent %q, want it unsampled", answer)
+	}
+	unsampledRemote, _ := submitWithFlags(t, n.URL(), key, "trace.remote", "00", "u-remote")
+	sampledRemote, _ := submitWithFlags(t, n.URL(), key, "trace.remote", "01", "s-remote")
+	for _, task := range []*dockettype.Task{unsampledLocal, unsampledRemote, sampledRemote} {
+		if done, err := admin.Wait(ctx, task.ID, 30*time.Second); err != nil || done.State != dockettype.StateSucceeded {
+			t.Fatalf("task: %+v, %v", done, err)
+		}
+	}
+	stopWorker()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	for id, flags := range map[string]string{unsampledRemote.ID: "00", sampledRemote.ID: "01"} {
+		want := "00-" + callerTrace + "-" + tracing.TaskSpanID(id).String() + "-" + flags
+		if got, _ := seen.Load(id); got != want {
+			t.Errorf("handler of %s saw traceparent %v, want %s", id, got, want)
+		}
+	}
+	// The recorders keep only recorded spans: every one must be of the
+	// sampled task (its request, admission, task, wait and finish), or of
+	// a request that carried no traceparent (the worker's own calls).
+	unsampled := map[trace.SpanID]bool{tracing.TaskSpanID(unsampledLocal.ID): true, tracing.TaskSpanID(unsampledRemote.ID): true}
+	var sampledSpans []string
+	for _, sp := range append(rec.Ended(), wrec.Ended()...) {
+		if unsampled[sp.Parent().SpanID()] || unsampled[sp.SpanContext().SpanID()] {
+			t.Errorf("span %s of an unsampled task was recorded", sp.Name())
+		}
+		if attr(sp, "docket.task.id") == unsampledLocal.ID || attr(sp, "docket.task.id") == unsampledRemote.ID {
+			t.Errorf("span %s names an unsampled task", sp.Name())
+		}
+		if sp.Parent().SpanID() == tracing.TaskSpanID(sampledRemote.ID) {
+			sampledSpans = append(sampledSpans, sp.Name())
+		}
+	}
+	slices.Sort(sampledSpans)
+	if want := []string{tracing.SpanFinish, tracing.SpanQueueWait, tracing.SpanWorkerRun}; !slices.Equal(sampledSpans, want) {
+		t.Errorf("spans under the sampled task's span = %v, want %v", sampledSpans, want)
+	}
 }
 
 // Tracing is off without an OTLP endpoint: the node records no span (the

@@ -86,6 +86,8 @@ type finishRequest struct {
 	tenant   string
 	attempt  int
 	handed   time.Time // when the worker handed it over (set when tracing)
+	// unsampled: the task's trace is not sampled (its finish span follows)
+	unsampled bool
 }
 
 // outcome is what a completer did with one finish request (tests wait on it).
@@ -369,7 +371,7 @@ func (c *completer) write(ctx context.Context, items []*finishRequest) error {
 		now, written := c.clock.Now(), slices.Clone(items)
 		c.spanning.Go(func() {
 			for i, r := range written {
-				c.spans.finish(finishTask{traceID: r.traceID, attempt: r.attempt},
+				c.spans.finish(finishTask{traceID: r.traceID, attempt: r.attempt, unsampled: r.unsampled},
 					&r.item, r.handed, now, res[i].Applied, res[i].State, trace.SpanContext{})
 			}
 		})

@@ -181,13 +181,14 @@ func (s *Service) claimQueues(ctx context.Context, st remoteStore, key []byte, w
 			if c.Task.Attempt == 1 {
 				s.metrics.StartLatency.WithLabelValues(pool).Observe(now.Sub(c.Task.CreatedAt).Seconds())
 			}
-			s.spans.queueWait(c.Task, now, true)
+			s.spans.queueWait(c, now, true)
 			out = append(out, RemoteTask{
 				Lease: leasetoken.Sign(key, w.KeyID, leasetoken.Claims{TaskID: c.Task.ID, Tenant: c.Task.Tenant, Pool: pool,
-					Epoch: c.Task.LeaseEpoch, Attempt: c.Task.Attempt, MaxAttempts: c.Task.MaxAttempts, TraceID: c.Task.TraceID}),
+					Epoch: c.Task.LeaseEpoch, Attempt: c.Task.Attempt, MaxAttempts: c.Task.MaxAttempts, TraceID: c.Task.TraceID,
+					TraceUnsampled: c.TraceUnsampled}),
 				Task:        c.Task,
 				Input:       c.Input,
-				Traceparent: tracing.Traceparent(c.Task.TraceID, c.Task.ID),
+				Traceparent: tracing.Traceparent(c.Task.TraceID, c.Task.ID, !c.TraceUnsampled),
 			})
 		}
 	}

@@ -151,7 +151,7 @@ func (s *Service) writeRemote(ctx context.Context, st remoteStore, op string, n 
 		now, link := s.clock.Now(), trace.SpanContextFromContext(ctx)
 		for j, r := range res {
 			c := checked[index[j]].claims
-			s.spans.finish(finishTask{traceID: c.TraceID, attempt: c.Attempt},
+			s.spans.finish(finishTask{traceID: c.TraceID, attempt: c.Attempt, unsampled: c.TraceUnsampled},
 				&fitems[j], start, now, r.Applied, r.State, link)
 		}
 	}

@@ -65,8 +65,8 @@ func (s spans) endAdmit(ctx context.Context, span trace.Span, start time.Time, i
 	span.SetAttributes(tracing.AttrBatch.Int(batch))
 	parent := trace.SpanContextFromContext(ctx)
 	for i, r := range res {
-		if r.Outcome != store.Admitted || r.Task == nil {
-			continue
+		if r.Outcome != store.Admitted || r.Task == nil || items[i].TraceUnsampled {
+			continue // an unsampled trace's task has no span recorded (nor do its later ones)
 		}
 		tid, terr := trace.TraceIDFromHex(items[i].TraceID)
 		if terr != nil {
@@ -74,7 +74,7 @@ func (s spans) endAdmit(ctx context.Context, span trace.Span, start time.Time, i
 		}
 		tctx, opts := ctx, []trace.SpanStartOption{trace.WithTimestamp(start),
 			trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(taskAttrs(r.Task)...)}
-		if !parent.IsValid() || !parent.IsSampled() || parent.TraceID() != tid {
+		if !parent.IsValid() || parent.TraceID() != tid {
 			// Not under this admission span: a root span of the task's
 			// own trace, linked to the admission.
 			opts = append(opts, trace.WithNewRoot())
@@ -90,11 +90,12 @@ func (s spans) endAdmit(ctx context.Context, span trace.Span, start time.Time, i
 
 // queueWait writes the span of a first attempt's wait in the queue, from
 // its admission to now, when it was claimed.
-func (s spans) queueWait(t *dockettype.Task, now time.Time, remote bool) {
+func (s spans) queueWait(c *store.ClaimedTask, now time.Time, remote bool) {
+	t := c.Task
 	if !s.on || t.Attempt != 1 {
 		return
 	}
-	ctx := tracing.InTask(context.Background(), t.TraceID, t.ID)
+	ctx := tracing.InTask(context.Background(), t.TraceID, t.ID, !c.TraceUnsampled)
 	attrs := []attribute.KeyValue{tracing.AttrTaskID.String(t.ID), tracing.AttrAttempt.Int(t.Attempt)}
 	if remote {
 		attrs = append(attrs, tracing.AttrRemote.Bool(true))
@@ -106,11 +107,12 @@ func (s spans) queueWait(t *dockettype.Task, now time.Time, remote bool) {
 
 // startRun starts an in-process attempt's span, under the task's span; ctx
 // carries it to the workflow, whose own spans are its children.
-func (s spans) startRun(ctx context.Context, t *dockettype.Task) (context.Context, trace.Span) {
+func (s spans) startRun(ctx context.Context, c *store.ClaimedTask) (context.Context, trace.Span) {
 	if !s.on {
 		return ctx, nil
 	}
-	sc := tracing.TaskSpanContext(t.TraceID, t.ID)
+	t := c.Task
+	sc := tracing.TaskSpanContext(t.TraceID, t.ID, !c.TraceUnsampled)
 	if !sc.IsValid() {
 		return ctx, nil
 	}
@@ -145,7 +147,7 @@ func (s spans) finish(task finishTask, item *store.FinishItem, start, now time.T
 	if !s.on {
 		return
 	}
-	ctx := tracing.InTask(context.Background(), task.traceID, item.TaskID)
+	ctx := tracing.InTask(context.Background(), task.traceID, item.TaskID, !task.unsampled)
 	attrs := make([]attribute.KeyValue, 0, 5)
 	attrs = append(attrs, tracing.AttrTaskID.String(item.TaskID), tracing.AttrAttempt.Int(task.attempt),
 		tracing.AttrOutcome.String(outcomeName(item.Kind)))
@@ -168,8 +170,9 @@ func (s spans) finish(task finishTask, item *store.FinishItem, start, now time.T
 
 // finishTask is what a finish span needs of its task beyond the item.
 type finishTask struct {
-	traceID string
-	attempt int
+	traceID   string
+	attempt   int
+	unsampled bool // the task's trace is not sampled
 }
 
 // outcomeName is a finish kind as a span attribute.

@@ -152,6 +152,12 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 	} else if !ValidTraceID(traceID) {
 		return nil, invalid("trace id must be 32 lowercase hex digits, not all zero")
 	}
+	// The task's later spans follow its trace's sampled flag as the
+	// request's span has it (a parent-based sampler's reading of the
+	// caller's traceparent, or the sampler's own decision); sampled when
+	// no span is in force (tracing off).
+	sc := trace.SpanContextFromContext(ctx)
+	unsampled := sc.IsValid() && sc.TraceID().String() == traceID && !sc.IsSampled()
 	res, err := s.runtime.Resolve(ctx, req.Workflow)
 	if err != nil {
 		var de *dockettype.Error
@@ -205,6 +211,7 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		DeadlineAt:     start.Add(timeout),
 		RunAt:          req.RunAt,
 		TraceID:        traceID,
+		TraceUnsampled: unsampled,
 		ConfigVersion:  res.ConfigVersion,
 		Input:          input,
 		Queue:          queue,

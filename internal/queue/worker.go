@@ -70,7 +70,7 @@ func (w *worker) start(parent context.Context, c *store.ClaimedTask, claimedAt t
 		defer cancel(nil)
 		// On the attempt's goroutine, not the pool's claim loop: a
 		// claim of many tasks is not slowed by their spans.
-		w.spans.queueWait(c.Task, claimedAt, false)
+		w.spans.queueWait(c, claimedAt, false)
 		w.work(ctx, cancel, c)
 	}
 }
@@ -85,11 +85,11 @@ func (w *worker) work(runCtx context.Context, cancel context.CancelCauseFunc, c 
 	// context blocks in Err until done.)
 	timer := w.clock.AfterFunc(task.DeadlineAt.Sub(w.clock.Now()), func() { cancel(errTimedOut) })
 	defer timer.Stop()
-	spanCtx, span := w.spans.startRun(runCtx, task)
+	spanCtx, span := w.spans.startRun(runCtx, c)
 	result, err := w.invoke(spanCtx, c)
 
 	req := &finishRequest{item: store.FinishItem{Lease: lease}, workflow: task.Workflow, traceID: task.TraceID, tenant: task.Tenant,
-		attempt: task.Attempt, keyed: task.ConcurrencyKey != ""}
+		attempt: task.Attempt, keyed: task.ConcurrencyKey != "", unsampled: c.TraceUnsampled}
 	switch {
 	case err != nil && runCtx.Err() != nil:
 		if !errors.Is(context.Cause(runCtx), errShutdown) {

@@ -257,6 +257,10 @@ type AdmitItem struct {
 	DeadlineAt     time.Time
 	RunAt          time.Time // not claimed before; zero: at once
 	TraceID        string
+	// TraceUnsampled: the admitting request's trace is not sampled (its
+	// span's W3C sampled flag was off), so the task's later spans are not
+	// recorded either, on any node (ClaimedTask.TraceUnsampled).
+	TraceUnsampled bool
 	ConfigVersion  string
 	Input          []byte
 	// Queue is where the task waits to be claimed; empty: Pool's own queue
@@ -366,6 +370,9 @@ type ClaimParams struct {
 type ClaimedTask struct {
 	Task  *dockettype.Task // State running, LeaseEpoch the new epoch
 	Input []byte
+	// TraceUnsampled: the task's trace is not sampled (AdmitItem): the
+	// attempt's spans are not recorded.
+	TraceUnsampled bool
 }
 
 // Lease returns the claim's fencing token.

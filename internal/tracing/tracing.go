@@ -98,22 +98,28 @@ func TaskSpanID(taskID string) trace.SpanID {
 }
 
 // TaskSpanContext is the span context of a task's docket.task span: the
-// task's trace, sampled, remote (it may have been written on another
-// node). It is invalid when traceID is not a valid W3C trace ID.
-func TaskSpanContext(traceID, taskID string) trace.SpanContext {
+// task's trace, remote (it may have been written on another node), and
+// sampled as the task's admitting request was (stored with the task): a
+// parent-based sampler then records the task's later spans only for a
+// sampled trace. It is invalid when traceID is not a valid W3C trace ID.
+func TaskSpanContext(traceID, taskID string, sampled bool) trace.SpanContext {
 	tid, err := trace.TraceIDFromHex(traceID)
 	if err != nil {
 		return trace.SpanContext{}
 	}
+	var flags trace.TraceFlags
+	if sampled {
+		flags = trace.FlagsSampled
+	}
 	return trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: tid, SpanID: TaskSpanID(taskID), TraceFlags: trace.FlagsSampled, Remote: true,
+		TraceID: tid, SpanID: TaskSpanID(taskID), TraceFlags: flags, Remote: true,
 	})
 }
 
 // InTask returns ctx with the task's span as the parent of the spans
 // started from it. ctx is returned as is when the trace ID is invalid.
-func InTask(ctx context.Context, traceID, taskID string) context.Context {
-	sc := TaskSpanContext(traceID, taskID)
+func InTask(ctx context.Context, traceID, taskID string, sampled bool) context.Context {
+	sc := TaskSpanContext(traceID, taskID, sampled)
 	if !sc.IsValid() {
 		return ctx
 	}
@@ -123,9 +129,10 @@ func InTask(ctx context.Context, traceID, taskID string) context.Context {
 // Traceparent is the W3C traceparent of a task's docket.task span, which
 // the worker API hands to remote workers with each claimed attempt: a
 // worker's spans of the attempt are its children, in the task's trace.
-// It is "" when traceID is not a valid trace ID.
-func Traceparent(traceID, taskID string) string {
-	sc := TaskSpanContext(traceID, taskID)
+// Its flags are the trace's sampled flag. It is "" when traceID is not a
+// valid trace ID.
+func Traceparent(traceID, taskID string, sampled bool) string {
+	sc := TaskSpanContext(traceID, taskID, sampled)
 	if !sc.IsValid() {
 		return ""
 	}

@@ -37,7 +37,7 @@ func (t *txn) Start(ids []string, owner string, expires, now time.Time) ([]*stor
 			WHERE l.id = ANY ($1) AND l.state = 'queued'
 			RETURNING l.*
 		)
-		SELECT `+claimCols+`, t.input FROM q
+		SELECT `+claimCols+`, t.input, NOT t.trace_sampled FROM q
 		CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`, ids, owner, ts(expires), ts(now))
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (t *txn) Start(ids []string, owner string, expires, now time.Time) ([]*stor
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.ClaimedTask, error) {
 		c := &store.ClaimedTask{}
 		var err error
-		c.Task, err = engine.ScanTask(r, &c.Input)
+		c.Task, err = engine.ScanTask(r, &c.Input, &c.TraceUnsampled)
 		return c, err
 	})
 }
@@ -226,7 +226,8 @@ func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, 
 			started_at = CASE WHEN g.id IS NULL THEN q.started_at ELSE coalesce(q.started_at, $5) END
 		FROM next n LEFT JOIN go g ON g.id = n.id, tasks t
 		WHERE q.id = n.id AND t.id = n.id
-		RETURNING `+claimCols+`, CASE WHEN g.id IS NULL THEN NULL ELSE t.input END, q.queue, q.run_after IS NULL, g.id IS NOT NULL`,
+		RETURNING `+claimCols+`, CASE WHEN g.id IS NULL THEN NULL ELSE t.input END, NOT t.trace_sampled, q.queue, q.run_after IS NULL,
+			g.id IS NOT NULL`,
 		tenants, workflows, keys, room, ts(now), string(h.Queue), h.Limit, h.Owner, ts(h.Expires))
 	if err != nil {
 		return nil, nil, err
@@ -237,7 +238,7 @@ func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, 
 		c := &store.ClaimedTask{}
 		var queue string
 		var ready, run bool
-		c.Task, err = engine.ScanTask(rows, &c.Input, &queue, &ready, &run)
+		c.Task, err = engine.ScanTask(rows, &c.Input, &c.TraceUnsampled, &queue, &ready, &run)
 		if err != nil {
 			rows.Close()
 			return nil, nil, err

@@ -257,12 +257,14 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, held map[string]bool, now ti
 		runAts, runAfters                      = make([]*time.Time, n), make([]*time.Time, n)
 		inputs                                 = make([][]byte, n)
 		ckeys                                  = make([]*string, n)
+		sampled                                = make([]bool, n)
 		slots                                  = make([]bool, n)
 	)
 	now = ts(now)
 	for i, it := range items {
 		ids[i], tenants[i], keys[i], authors[i], workflows[i] = it.TaskID, it.Tenant, it.IdempotencyKey, it.Author, it.Workflow
 		pools[i], queues[i], traces[i], versions[i] = string(it.Pool), string(it.QueueOf()), it.TraceID, it.ConfigVersion
+		sampled[i] = !it.TraceUnsampled
 		prios[i], maxAttempts[i] = int32(it.Priority), int32(it.MaxAttempts)
 		deadlines[i] = ts(it.DeadlineAt)
 		if !it.RunAt.IsZero() {
@@ -287,13 +289,13 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, held map[string]bool, now ti
 		}
 	}
 	t.later(`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts,
-			deadline_at, run_at, created_at, trace_id, config_version, input, concurrency_key)
+			deadline_at, run_at, created_at, trace_id, config_version, input, concurrency_key, trace_sampled)
 		SELECT u.id, u.tenant, u.key, u.author, u.workflow, u.pool, u.priority, u.max_attempts,
-			u.deadline_at, u.run_at, $14, u.trace_id, u.config_version, u.input, u.ckey
+			u.deadline_at, u.run_at, $14, u.trace_id, u.config_version, u.input, u.ckey, u.sampled
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::int[],
-			$9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[], $13::bytea[], $15::text[])
-			AS u (id, tenant, key, author, workflow, pool, priority, max_attempts, deadline_at, run_at, trace_id, config_version, input, ckey)`,
-		ids, tenants, keys, authors, workflows, pools, prios, maxAttempts, deadlines, runAts, traces, versions, inputs, now, ckeys)
+			$9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[], $13::bytea[], $15::text[], $16::boolean[])
+			AS u (id, tenant, key, author, workflow, pool, priority, max_attempts, deadline_at, run_at, trace_id, config_version, input, ckey, sampled)`,
+		ids, tenants, keys, authors, workflows, pools, prios, maxAttempts, deadlines, runAts, traces, versions, inputs, now, ckeys, sampled)
 	t.later(`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, run_after, deadline_at, created_at,
 			workflow, concurrency_key, key_slot)
 		SELECT u.id, u.tenant, u.queue, u.priority, 'queued', u.max_attempts, u.run_after, u.deadline_at, $8,
@@ -401,7 +403,7 @@ const takeSQL = `WITH picked AS (
 		WHERE l.id = ANY (ARRAY(SELECT id FROM picked))
 		RETURNING l.*
 	)
-	SELECT ` + claimCols + `, t.input FROM q
+	SELECT ` + claimCols + `, t.input, NOT t.trace_sampled FROM q
 	CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`
 
 // Take claims each granted tenant's first ready tasks, one statement per
@@ -429,7 +431,7 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 			out[i], err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.ClaimedTask, error) {
 				c := &store.ClaimedTask{}
 				var err error
-				c.Task, err = engine.ScanTask(r, &c.Input)
+				c.Task, err = engine.ScanTask(r, &c.Input, &c.TraceUnsampled)
 				return c, err
 			})
 		}

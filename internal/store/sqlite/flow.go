@@ -36,7 +36,7 @@ func (t *txn) Start(ids []string, owner string, expires, now time.Time) ([]*stor
 		WHERE id IN (SELECT value FROM json_each(?)) AND state = 'queued'`, owner, ms(expires), ms(now), list); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+engine.TaskColumns+`, t.input
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+engine.TaskColumns+`, t.input, NOT t.trace_sampled
 		FROM task_queue q JOIN tasks t ON t.id = q.id LEFT JOIN task_results r ON r.task_id = q.id
 		WHERE q.id IN (SELECT value FROM json_each(?)) AND q.state = 'running'`, list)
 	if err != nil {
@@ -45,7 +45,7 @@ func (t *txn) Start(ids []string, owner string, expires, now time.Time) ([]*stor
 	return collect(rows, func(r *sql.Rows) (*store.ClaimedTask, error) {
 		c := &store.ClaimedTask{}
 		var err error
-		c.Task, err = engine.ScanTask(r, &c.Input)
+		c.Task, err = engine.ScanTask(r, &c.Input, &c.TraceUnsampled)
 		return c, err
 	})
 }

@@ -200,12 +200,12 @@ func (t *txn) InsertTasks(items []*store.AdmitItem, held map[string]bool, now ti
 			}
 		}
 		tasks[i] = []any{it.TaskID, it.Tenant, it.IdempotencyKey, it.Author, it.Workflow, string(it.Pool), it.Priority,
-			it.MaxAttempts, ms(it.DeadlineAt), runAt, nowMS, it.TraceID, it.ConfigVersion, input, key}
+			it.MaxAttempts, ms(it.DeadlineAt), runAt, nowMS, it.TraceID, it.ConfigVersion, input, key, b2i(!it.TraceUnsampled)}
 		live[i] = []any{it.TaskID, it.Tenant, string(it.QueueOf()), it.Priority, "queued", it.MaxAttempts, runAfter, ms(it.DeadlineAt), nowMS,
 			it.Workflow, key, slot}
 	}
 	if err := t.insertRows(`INSERT INTO tasks (id, tenant, idempotency_key, author, workflow, pool, priority, max_attempts,
-		deadline_at, run_at, created_at, trace_id, config_version, input, concurrency_key)`, "", 15, tasks); err != nil {
+		deadline_at, run_at, created_at, trace_id, config_version, input, concurrency_key, trace_sampled)`, "", 16, tasks); err != nil {
 		return err
 	}
 	return t.insertRows(`INSERT INTO task_queue (id, tenant, queue, priority, state, max_attempts, run_after, deadline_at, created_at,
@@ -316,7 +316,7 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 		WHERE id IN (SELECT value FROM json_each(?))`, owner, ms(expires), ms(now), list); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+engine.TaskColumns+`, t.input
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+engine.TaskColumns+`, t.input, NOT t.trace_sampled
 		FROM task_queue q JOIN tasks t ON t.id = q.id LEFT JOIN task_results r ON r.task_id = q.id
 		WHERE q.id IN (SELECT value FROM json_each(?))`, list)
 	if err != nil {
@@ -325,7 +325,7 @@ func (t *txn) Take(queue store.Queue, grants []fairshare.Grant, owner string, ex
 	claimed, err := collect(rows, func(r *sql.Rows) (*store.ClaimedTask, error) {
 		c := &store.ClaimedTask{}
 		var err error
-		c.Task, err = engine.ScanTask(r, &c.Input)
+		c.Task, err = engine.ScanTask(r, &c.Input, &c.TraceUnsampled)
 		return c, err
 	})
 	for _, c := range claimed {

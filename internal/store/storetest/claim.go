@@ -64,6 +64,21 @@ func (su suite) testClaim(t *testing.T) {
 		}
 	})
 
+	su.run(t, "CarriesTheTraceSampledFlag", func(t *testing.T, s store.Store) {
+		sampled, unsampled := newItem(tenantA), newItem(tenantA)
+		unsampled.TraceUnsampled = true
+		admit(t, s, at(0), sampled, unsampled)
+		got := claim(t, s, at(time.Second), dockettype.PoolOnline, 10)
+		if len(got) != 2 {
+			t.Fatalf("claim = %v, want both tasks", claimedIDs(got))
+		}
+		for _, c := range got {
+			if want := c.Task.ID == unsampled.TaskID; c.TraceUnsampled != want {
+				t.Errorf("claimed %s: TraceUnsampled = %v, want %v", c.Task.ID, c.TraceUnsampled, want)
+			}
+		}
+	})
+
 	su.run(t, "EmptyQueue", func(t *testing.T, s store.Store) {
 		got, err := s.Claim(t.Context(), &store.ClaimParams{Now: at(0), Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "node-1", Limit: 5, LeaseTTL: ttl})
 		if err != nil || len(got) != 0 {

@@ -197,7 +197,7 @@ func (su suite) testFlow(t *testing.T) {
 	})
 
 	su.run(t, "FinishHandsTheFreedKeySlotToTheNextTask", func(t *testing.T, s store.Store) {
-		tasks := admitN(t, s, at(0), tenantA, 3, func(it *store.AdmitItem) { it.ConcurrencyKey = "k" })
+		tasks := admitN(t, s, at(0), tenantA, 3, func(it *store.AdmitItem) { it.ConcurrencyKey, it.TraceUnsampled = "k", true })
 		got := claim(t, s, at(time.Second), dockettype.PoolOnline, 10)
 		if len(got) != 1 || got[0].Task.ID != tasks[0].ID {
 			t.Fatalf("claim = %v, want %s", claimedIDs(got), tasks[0].ID)
@@ -226,8 +226,9 @@ func (su suite) testFlow(t *testing.T) {
 		if len(h.Started) != 1 || h.Started[0].Task.ID != tasks[2].ID {
 			t.Fatalf("hand-off started %v, want %s", claimedIDs(h.Started), tasks[2].ID)
 		}
-		if st := h.Started[0]; st.Task.State != dockettype.StateRunning || st.Task.Attempt != 1 || len(st.Input) == 0 {
-			t.Errorf("handed task = state %s attempt %d input %q, want running, attempt 1, its input", st.Task.State, st.Task.Attempt, st.Input)
+		if st := h.Started[0]; st.Task.State != dockettype.StateRunning || st.Task.Attempt != 1 || len(st.Input) == 0 || !st.TraceUnsampled {
+			t.Errorf("handed task = state %s attempt %d input %q unsampled %v, want running, attempt 1, its input, unsampled",
+				st.Task.State, st.Task.Attempt, st.Input, st.TraceUnsampled)
 		}
 		if got := claim(t, s, at(4*time.Second+ms), dockettype.PoolOnline, 10); len(got) != 0 {
 			t.Fatalf("claim after the hand-off = %v, want none (the key's one slot is taken)", claimedIDs(got))
