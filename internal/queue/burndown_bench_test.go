@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -140,10 +141,18 @@ type burnDownResult struct {
 // burnDown admits n tasks on a fresh store, then times their drain. With
 // timer it drives b's timer (one burn-down per benchmark run); without,
 // it times the drain itself.
+//
+// BENCH_TRACE_SAMPLED (a fraction, default 1) is the share of tasks whose
+// trace is sampled, as a parent-based sampler with that ratio would have
+// decided at admission: the others' spans are not recorded.
 func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownResult {
 	st := open(b)
 	defer st.Close()
 	ctx := context.Background()
+	sampled := 1.0
+	if v, err := strconv.ParseFloat(os.Getenv("BENCH_TRACE_SAMPLED"), 64); err == nil {
+		sampled = v
+	}
 	for done := 0; done < n; done += 1000 {
 		items := make([]*store.AdmitItem, min(1000, n-done))
 		for i := range items {
@@ -152,6 +161,8 @@ func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownR
 				IdempotencyKey: fmt.Sprint(done + i), RequestHash: "h", Workflow: "bench.noop",
 				Pool: dockettype.PoolOnline, MaxAttempts: 3, DeadlineAt: time.Now().Add(time.Hour),
 				TraceID: NewTraceID(), Input: []byte(`{}`),
+				// Every 1/sampled-th task is sampled, spread evenly.
+				TraceUnsampled: sampled < 1 && float64(done+i)*sampled-math.Floor(float64(done+i)*sampled) >= sampled,
 			}
 		}
 		if _, err := st.Admit(ctx, &store.AdmitParams{Now: time.Now(), Items: items}); err != nil {
