@@ -183,15 +183,26 @@ func BenchmarkFlowRateLimit(b *testing.B) {
 // BenchmarkFlowConcurrencyKeys: 20,000 tasks over 1,000 keys with a
 // concurrency of 1 per key, against the same 20,000 tasks without keys,
 // three nodes each; the most tasks of one key running at once, from the
-// history.
+// history. keys=true,paused-elsewhere is the keyed run with another
+// tenant paused: a rule that does not apply to the drained tasks.
 func BenchmarkFlowConcurrencyKeys(b *testing.B) {
 	url := pgtest.URL(b)
 	const tasks, keys = 20_000, 1000
-	for _, keyed := range []bool{false, true} {
-		b.Run(fmt.Sprint("keys=", keyed), func(b *testing.B) {
+	for _, run := range []struct {
+		name          string
+		keyed, paused bool
+	}{{"keys=false", false, false}, {"keys=true", true, false}, {"keys=true,paused-elsewhere", true, true}} {
+		keyed := run.keyed
+		b.Run(run.name, func(b *testing.B) {
 			for range b.N {
 				schema := pgtest.Schema(b, url)
 				st, svcs := flowNodes(b, url, schema, 3)
+				if run.paused {
+					if _, err := st.SetPaused(context.Background(), &store.SetPausedParams{Now: time.Now(),
+						Target: store.FlowTarget{Scope: store.ScopeTenant, Key: "someone-else"}, Paused: true}); err != nil {
+						b.Fatal(err)
+					}
+				}
 				admitBench(b, st, tasks, func(i int) string {
 					if !keyed {
 						return ""

@@ -189,9 +189,10 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 }
 
 // promoteWaiting gives each key's room to its first waiting tasks, and
-// starts up to start.Limit of those ready in start.Queue when start is set
-// and no pause or rate limit is in force (read in the same statement, as
-// Take reads them after its own).
+// starts up to start.Limit of those ready in start.Queue when start is set,
+// each only when no pause or rate limit of its tenant, workflow or pool is
+// in force (read in the same statement, as Take reads them after its own):
+// a task under one is started by a claim, which applies it.
 func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
 	tenants, workflows, keys := keyArrays(free)
 	var h store.HandOff // Limit 0: nothing starts
@@ -201,7 +202,7 @@ func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, 
 	rows, err := t.query(`WITH r AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS r (tenant, workflow, key, room)
 		), next AS (
-			SELECT w.id, w.queue, w.priority, tk.run_at FROM r CROSS JOIN LATERAL (
+			SELECT w.id, w.queue, w.priority, tk.run_at, r.tenant, r.workflow FROM r CROSS JOIN LATERAL (
 				SELECT q.id, q.queue, q.priority FROM task_queue q
 				WHERE q.tenant = r.tenant AND q.workflow = r.workflow AND q.concurrency_key = r.key AND NOT q.key_slot
 					AND q.state = 'queued' AND q.deps_pending = 0
@@ -212,7 +213,12 @@ func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, 
 		), go AS (
 			SELECT n.id FROM next n
 			WHERE n.queue = $6 AND (n.run_at IS NULL OR n.run_at <= $5)
-				AND NOT EXISTS (SELECT 1 FROM flow_rules WHERE paused OR rate_per_second IS NOT NULL)
+				AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'tenant' AND f.key = n.tenant
+					AND (f.paused OR f.rate_per_second IS NOT NULL))
+				AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = n.workflow
+					AND (f.paused OR f.rate_per_second IS NOT NULL))
+				AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'pool' AND f.key = $10
+					AND (f.paused OR f.rate_per_second IS NOT NULL))
 			ORDER BY n.priority DESC, n.id
 			LIMIT $7
 		)
@@ -228,7 +234,7 @@ func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, 
 		WHERE q.id = n.id AND t.id = n.id
 		RETURNING `+claimCols+`, CASE WHEN g.id IS NULL THEN NULL ELSE t.input END, NOT t.trace_sampled, q.queue, q.run_after IS NULL,
 			g.id IS NOT NULL`,
-		tenants, workflows, keys, room, ts(now), string(h.Queue), h.Limit, h.Owner, ts(h.Expires))
+		tenants, workflows, keys, room, ts(now), string(h.Queue), h.Limit, h.Owner, ts(h.Expires), string(h.Queue.Pool()))
 	if err != nil {
 		return nil, nil, err
 	}

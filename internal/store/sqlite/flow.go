@@ -123,16 +123,32 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 	if err != nil || start == nil || len(out) == 0 {
 		return out, nil, err
 	}
-	// The one writer reads the rules in this transaction: with a pause or
-	// a rate limit in force, nothing is handed off.
-	var ruled bool
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT EXISTS (SELECT 1 FROM flow_rules WHERE paused OR rate_per_second IS NOT NULL)`).Scan(&ruled); err != nil || ruled {
-		return out, nil, err
+	// The one writer reads the rules in this transaction: a task under a
+	// pause or a rate limit of its tenant, workflow or pool is not handed
+	// off (a claim, which applies them, starts it).
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT scope, key FROM flow_rules WHERE paused OR rate_per_second IS NOT NULL`)
+	if err != nil {
+		return nil, nil, err
 	}
+	ruled, err := collect(rows, func(r *sql.Rows) (store.FlowTarget, error) {
+		var tg store.FlowTarget
+		err := r.Scan(&tg.Scope, &tg.Key)
+		return tg, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	under := make(map[store.FlowTarget]bool, len(ruled))
+	for _, tg := range ruled {
+		under[tg] = true
+	}
+	pool := store.FlowTarget{Scope: store.ScopePool, Key: string(start.Queue.Pool())}
 	var ids []string
 	var moved []engine.Moved
 	for _, m := range out {
-		if m.Ready && m.Queue == start.Queue && len(ids) < start.Limit {
+		free := !under[pool] && !under[store.FlowTarget{Scope: store.ScopeTenant, Key: m.Tenant}] &&
+			!under[store.FlowTarget{Scope: store.ScopeWorkflow, Key: m.Workflow}]
+		if free && m.Ready && m.Queue == start.Queue && len(ids) < start.Limit {
 			ids = append(ids, m.TaskID)
 			continue
 		}
@@ -180,7 +196,7 @@ func (t *txn) releaseKeys(deltas []engine.KeyDelta, now time.Time) ([]engine.Mov
 			var m engine.Moved
 			var queue string
 			err := r.Scan(&m.TaskID, &m.Tenant, &queue, &m.Ready)
-			m.Queue = store.Queue(queue)
+			m.Queue, m.Workflow, m.Key = store.Queue(queue), d.Workflow, d.Key
 			return m, err
 		})
 		if err != nil {

@@ -259,6 +259,52 @@ func (su suite) testFlow(t *testing.T) {
 		if got := claim(t, s, at(9*time.Second), dockettype.PoolOnline, 10); len(got) != 1 || got[0].Task.ID != more[1].ID {
 			t.Fatalf("claim after the resume = %v, want %s", claimedIDs(got), more[1].ID)
 		}
+
+		// A pause or rate limit of another tenant, workflow or pool holds
+		// back no hand-off; one of the task's workflow or pool does.
+		rate := 1000
+		setPaused(t, s, store.FlowTarget{Scope: store.ScopeTenant, Key: tenantB}, true)
+		setPaused(t, s, store.FlowTarget{Scope: store.ScopePool, Key: string(dockettype.PoolOffline)}, true)
+		if _, err := s.UpdateFlowRule(t.Context(), &store.UpdateFlowRuleParams{Now: at(9 * time.Second),
+			Target: store.FlowTarget{Scope: store.ScopeWorkflow, Key: "demo.other"}, RatePerSecond: &rate}); err != nil {
+			t.Fatal(err)
+		}
+		chain := admitN(t, s, at(10*time.Second), tenantA, 4, func(it *store.AdmitItem) { it.ConcurrencyKey = "k3" })
+		running := claim(t, s, at(11*time.Second), dockettype.PoolOnline, 10)
+		if len(running) != 1 || running[0].Task.ID != chain[0].ID {
+			t.Fatalf("claim of the third key = %v, want %s", claimedIDs(running), chain[0].ID)
+		}
+		h = handOff(store.PoolQueue(dockettype.PoolOnline))
+		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(12 * time.Second), Items: []store.FinishItem{succeed(running[0].Lease())}, HandOff: h}); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Started) != 1 || h.Started[0].Task.ID != chain[1].ID {
+			t.Fatalf("hand-off beside other targets' rules started %v, want %s", claimedIDs(h.Started), chain[1].ID)
+		}
+		// Under a pause of the task's workflow, then of its pool, the
+		// finish hands nothing off; a claim starts the next task after the
+		// resume.
+		current := h.Started[0]
+		for i, target := range []store.FlowTarget{
+			{Scope: store.ScopeWorkflow, Key: "demo.echo"},
+			{Scope: store.ScopePool, Key: string(dockettype.PoolOnline)},
+		} {
+			setPaused(t, s, target, true)
+			h = handOff(store.PoolQueue(dockettype.PoolOnline))
+			now := at(13*time.Second + time.Duration(i)*time.Second)
+			if _, err := s.Finish(t.Context(), &store.FinishParams{Now: now, Items: []store.FinishItem{succeed(current.Lease())}, HandOff: h}); err != nil {
+				t.Fatal(err)
+			}
+			if len(h.Started) != 0 {
+				t.Fatalf("hand-off under a pause of %v started %v, want none", target, claimedIDs(h.Started))
+			}
+			setPaused(t, s, target, false)
+			next := claim(t, s, now.Add(ms), dockettype.PoolOnline, 10)
+			if len(next) != 1 || next[0].Task.ID != chain[2+i].ID {
+				t.Fatalf("claim after the resume of %v = %v, want %s", target, claimedIDs(next), chain[2+i].ID)
+			}
+			current = next[0]
+		}
 	})
 
 	su.run(t, "RaisingConcurrencyPerKeyStartsWaitingTasks", func(t *testing.T, s store.Store) {
