@@ -100,6 +100,51 @@ func submitWithFlags(t *testing.T, url, key, wf, flags, idem string) (*dockettyp
 	return &task, resp.Header.Get("traceparent")
 }
 
+// nodeAndWorkerRecorders returns a node's provider (as package otlp makes
+// it) and a remote worker's, each recording its spans, shut down at the
+// test's end.
+func nodeAndWorkerRecorders(t *testing.T) (tp *sdktrace.TracerProvider, rec *tracetest.SpanRecorder,
+	wtp *sdktrace.TracerProvider, wrec *tracetest.SpanRecorder) {
+	rec, wrec = tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	tp = otlp.NewSDKProvider(sdktrace.WithSpanProcessor(rec))
+	wtp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(wrec))
+	t.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		_ = wtp.Shutdown(context.Background())
+	})
+	return tp, rec, wtp, wrec
+}
+
+// remoteWorker registers the remote workflow trace.remote on n and returns
+// the admin client and a Go SDK worker of tenant demo whose spans go to
+// wtp (not running: see runWorker).
+func remoteWorker(t *testing.T, n *Node, key string, wtp trace.TracerProvider) (*client.Client, *worker.Worker) {
+	t.Helper()
+	admin := client.New(n.URL(), key)
+	ctx := context.Background()
+	if err := admin.Call(ctx, "PUT", "/v1/admin/workflows/trace.remote", map[string]any{"pool": "online"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var k struct{ Key string }
+	if err := admin.Call(ctx, "POST", "/v1/admin/keys",
+		map[string]any{"tenant": "demo", "principal": "fleet", "role": "worker"}, &k); err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := logtest.New(t)
+	return admin, worker.New(n.URL(), k.Key, worker.Options{Wait: time.Second, TracerProvider: wtp, Logger: logger})
+}
+
+// runWorker runs w until the stop it returns, which answers Run's error.
+func runWorker(w *worker.Worker) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx) }()
+	return func() error {
+		cancel()
+		return <-ran
+	}
+}
+
 // spanSet indexes ended spans by name.
 type spanSet map[string][]sdktrace.ReadOnlySpan
 
@@ -301,26 +346,11 @@ func TestTraceOfAFailedTask(t *testing.T) {
 // finish request.
 func TestTraceOfARemoteTask(t *testing.T) {
 	t.Parallel()
-	rec := tracetest.NewSpanRecorder()
-	tp := otlp.NewSDKProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	wrec := tracetest.NewSpanRecorder()
-	wtp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(wrec))
-	defer wtp.Shutdown(context.Background())
+	tp, rec, wtp, wrec := nodeAndWorkerRecorders(t)
 
 	n, key, stop := tracedNode(t, tp, nil)
-	admin := client.New(n.URL(), key)
+	admin, w := remoteWorker(t, n, key, wtp)
 	ctx := context.Background()
-	if err := admin.Call(ctx, "PUT", "/v1/admin/workflows/trace.remote", map[string]any{"pool": "online"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	var k struct{ Key string }
-	if err := admin.Call(ctx, "POST", "/v1/admin/keys",
-		map[string]any{"tenant": "demo", "principal": "fleet", "role": "worker"}, &k); err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := logtest.New(t)
-	w := worker.New(n.URL(), k.Key, worker.Options{Wait: time.Second, TracerProvider: wtp, Logger: logger})
 	var seen atomic.Value
 	w.Handle("trace.remote", func(ctx context.Context, task *worker.Task) (any, error) {
 		seen.Store(task.Traceparent)
@@ -328,17 +358,14 @@ func TestTraceOfARemoteTask(t *testing.T) {
 		own.End()
 		return map[string]string{"secret": secretResult}, nil
 	})
-	wctx, stopWorker := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(wctx) }()
+	stopWorker := runWorker(w)
 
 	task, _ := submitTraced(t, n.URL(), key, "trace.remote")
 	done, err := admin.Wait(ctx, task.ID, 30*time.Second)
 	if err != nil || done.State != dockettype.StateSucceeded {
 		t.Fatalf("task: %+v, %v", done, err)
 	}
-	stopWorker()
-	if err := <-ran; err != nil {
+	if err := stopWorker(); err != nil {
 		t.Fatal(err)
 	}
 	if err := stop(); err != nil {
@@ -385,12 +412,7 @@ func TestTraceOfARemoteTask(t *testing.T) {
 // records nothing either. A sampled caller's task beside it is traced.
 func TestUnsampledCallerTrace(t *testing.T) {
 	t.Parallel()
-	rec := tracetest.NewSpanRecorder()
-	tp := otlp.NewSDKProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	wrec := tracetest.NewSpanRecorder()
-	wtp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(wrec))
-	defer wtp.Shutdown(context.Background())
+	tp, rec, wtp, wrec := nodeAndWorkerRecorders(t)
 	reg := workflow.NewRegistry()
 	if err := reg.Register("trace.local", workflow.Definition{Pool: dockettype.PoolOnline,
 		Run: func(context.Context, *workflow.Binding, json.RawMessage) (json.RawMessage, error) {
@@ -399,26 +421,14 @@ func TestUnsampledCallerTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, key, stop := tracedNode(t, tp, reg)
-	admin := client.New(n.URL(), key)
+	admin, w := remoteWorker(t, n, key, wtp)
 	ctx := context.Background()
-	if err := admin.Call(ctx, "PUT", "/v1/admin/workflows/trace.remote", map[string]any{"pool": "online"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	var k struct{ Key string }
-	if err := admin.Call(ctx, "POST", "/v1/admin/keys",
-		map[string]any{"tenant": "demo", "principal": "fleet", "role": "worker"}, &k); err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := logtest.New(t)
-	w := worker.New(n.URL(), k.Key, worker.Options{Wait: time.Second, TracerProvider: wtp, Logger: logger})
 	var seen sync.Map // task ID → the traceparent its handler saw
 	w.Handle("trace.remote", func(ctx context.Context, task *worker.Task) (any, error) {
 		seen.Store(task.ID, task.Traceparent)
 		return map[string]string{}, nil
 	})
-	wctx, stopWorker := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(wctx) }()
+	stopWorker := runWorker(w)
 
 	unsampledLocal, answer := submitWithFlags(t, n.URL(), key, "trace.local", "00", "u-local")
 	if !strings.HasSuffix(answer, "-00") {
@@ -431,8 +441,7 @@ func TestUnsampledCallerTrace(t *testing.T) {
 			t.Fatalf("task: %+v, %v", done, err)
 		}
 	}
-	stopWorker()
-	if err := <-ran; err != nil {
+	if err := stopWorker(); err != nil {
 		t.Fatal(err)
 	}
 	if err := stop(); err != nil {

@@ -202,14 +202,18 @@ func (su suite) testFlow(t *testing.T) {
 		if len(got) != 1 || got[0].Task.ID != tasks[0].ID {
 			t.Fatalf("claim = %v, want %s", claimedIDs(got), tasks[0].ID)
 		}
-		handOff := func(queue store.Queue) *store.HandOff {
-			return &store.HandOff{Queue: queue, Owner: "node-h", Expires: at(time.Minute), Limit: 4}
+		// finish writes lease's success with room for 4 starts in queue,
+		// and returns the hand-off with what it started.
+		finish := func(now time.Time, lease store.Lease, queue store.Queue) *store.HandOff {
+			t.Helper()
+			h := &store.HandOff{Queue: queue, Owner: "node-h", Expires: at(time.Minute), Limit: 4}
+			if _, err := s.Finish(t.Context(), &store.FinishParams{Now: now, Items: []store.FinishItem{succeed(lease)}, HandOff: h}); err != nil {
+				t.Fatal(err)
+			}
+			return h
 		}
 		// Another queue's room starts nothing: the next task becomes ready.
-		h := handOff(store.PoolQueue(dockettype.PoolOffline))
-		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(2 * time.Second), Items: []store.FinishItem{succeed(got[0].Lease())}, HandOff: h}); err != nil {
-			t.Fatal(err)
-		}
+		h := finish(at(2*time.Second), got[0].Lease(), store.PoolQueue(dockettype.PoolOffline))
 		if len(h.Started) != 0 {
 			t.Fatalf("hand-off to the offline queue started %v, want none", claimedIDs(h.Started))
 		}
@@ -219,10 +223,7 @@ func (su suite) testFlow(t *testing.T) {
 		}
 		// The pool's own queue: the finish starts the key's next task,
 		// leased to the finishing node, with its event.
-		h = handOff(store.PoolQueue(dockettype.PoolOnline))
-		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(4 * time.Second), Items: []store.FinishItem{succeed(next[0].Lease())}, HandOff: h}); err != nil {
-			t.Fatal(err)
-		}
+		h = finish(at(4*time.Second), next[0].Lease(), store.PoolQueue(dockettype.PoolOnline))
 		if len(h.Started) != 1 || h.Started[0].Task.ID != tasks[2].ID {
 			t.Fatalf("hand-off started %v, want %s", claimedIDs(h.Started), tasks[2].ID)
 		}
@@ -245,10 +246,7 @@ func (su suite) testFlow(t *testing.T) {
 		more := admitN(t, s, at(6*time.Second), tenantA, 2, func(it *store.AdmitItem) { it.ConcurrencyKey = "k2" })
 		first := claim(t, s, at(7*time.Second), dockettype.PoolOnline, 10)
 		setPaused(t, s, store.FlowTarget{Scope: store.ScopeTenant, Key: tenantA}, true)
-		h = handOff(store.PoolQueue(dockettype.PoolOnline))
-		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(8 * time.Second), Items: []store.FinishItem{succeed(first[0].Lease())}, HandOff: h}); err != nil {
-			t.Fatal(err)
-		}
+		h = finish(at(8*time.Second), first[0].Lease(), store.PoolQueue(dockettype.PoolOnline))
 		if len(h.Started) != 0 {
 			t.Fatalf("hand-off under a pause started %v, want none", claimedIDs(h.Started))
 		}
@@ -274,10 +272,7 @@ func (su suite) testFlow(t *testing.T) {
 		if len(running) != 1 || running[0].Task.ID != chain[0].ID {
 			t.Fatalf("claim of the third key = %v, want %s", claimedIDs(running), chain[0].ID)
 		}
-		h = handOff(store.PoolQueue(dockettype.PoolOnline))
-		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(12 * time.Second), Items: []store.FinishItem{succeed(running[0].Lease())}, HandOff: h}); err != nil {
-			t.Fatal(err)
-		}
+		h = finish(at(12*time.Second), running[0].Lease(), store.PoolQueue(dockettype.PoolOnline))
 		if len(h.Started) != 1 || h.Started[0].Task.ID != chain[1].ID {
 			t.Fatalf("hand-off beside other targets' rules started %v, want %s", claimedIDs(h.Started), chain[1].ID)
 		}
@@ -290,11 +285,8 @@ func (su suite) testFlow(t *testing.T) {
 			{Scope: store.ScopePool, Key: string(dockettype.PoolOnline)},
 		} {
 			setPaused(t, s, target, true)
-			h = handOff(store.PoolQueue(dockettype.PoolOnline))
 			now := at(13*time.Second + time.Duration(i)*time.Second)
-			if _, err := s.Finish(t.Context(), &store.FinishParams{Now: now, Items: []store.FinishItem{succeed(current.Lease())}, HandOff: h}); err != nil {
-				t.Fatal(err)
-			}
+			h = finish(now, current.Lease(), store.PoolQueue(dockettype.PoolOnline))
 			if len(h.Started) != 0 {
 				t.Fatalf("hand-off under a pause of %v started %v, want none", target, claimedIDs(h.Started))
 			}
