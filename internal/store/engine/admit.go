@@ -283,6 +283,10 @@ func decide(items []*store.AdmitItem, bound map[TenantKey]Binding, gates *Gates,
 			out[i] = store.AdmitResult{Outcome: store.DependencyNotFound}
 			continue
 		}
+		if gates.refuses(it.Pool, it.Tenant, it.Workflow) {
+			out[i] = store.AdmitResult{Outcome: store.SubmissionsPaused}
+			continue
+		}
 		if o := take(gates, it); o != store.Admitted {
 			out[i] = store.AdmitResult{Outcome: o}
 			continue
@@ -294,13 +298,11 @@ func decide(items []*store.AdmitItem, bound map[TenantKey]Binding, gates *Gates,
 	return admitted
 }
 
-// take checks one item against the pauses that refuse submissions, then
-// capacity, then its tenant's limit, then its tenant's storage quota, and
-// counts it in gates when it fits.
+// take checks one item against capacity, then its tenant's limit, then
+// its tenant's storage quota, and counts it in gates when it fits. (A
+// submission is checked against the pauses that refuse submissions first,
+// by its caller; a retry is not a submission.)
 func take(gates *Gates, it *store.AdmitItem) store.AdmitOutcome {
-	if gates.refuses(it.Pool, it.Tenant, it.Workflow) {
-		return store.SubmissionsPaused
-	}
 	if capacity := it.PoolCapacity; capacity > 0 && gates.Pools[it.Pool] >= int64(capacity) {
 		return store.QueueFull
 	}
@@ -337,7 +339,8 @@ func checkUnderLocks(tx Tx, items []*store.AdmitItem, admitted []int) error {
 		return err
 	}
 	for _, i := range admitted {
-		if take(locked, items[i]) != store.Admitted {
+		it := items[i]
+		if locked.refuses(it.Pool, it.Tenant, it.Workflow) || take(locked, it) != store.Admitted {
 			return errGatesMoved
 		}
 	}

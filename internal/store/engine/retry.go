@@ -101,10 +101,9 @@ func retry(tx Tx, p *store.RetryParams, lateGates bool) ([]store.RetryResult, er
 			return nil, err
 		}
 		// A retry is an operator's (or the tenant's) decision about a task
-		// already admitted, not a submission: a pause that refuses
-		// submissions lets it through, and the retried task waits for
+		// already admitted, not a submission: take does not check the
+		// pauses that refuse submissions, and the retried task waits for
 		// the resume like the rest.
-		gates.Refusing = nil
 		for _, i := range candidates {
 			it := p.Items[i]
 			switch take(gates, &store.AdmitItem{Pool: it.Queue.Pool(), Tenant: it.Tenant, PoolCapacity: it.PoolCapacity}) {
@@ -226,7 +225,6 @@ func checkRevivedUnderLocks(tx Tx, items []*store.RetryItem, moved []Moved) erro
 	if err != nil {
 		return err
 	}
-	locked.Refusing = nil // see retry
 	for _, m := range moved {
 		it := &store.AdmitItem{Pool: m.Queue.Pool(), Tenant: m.Tenant, PoolCapacity: capacity[m.TaskID]}
 		if o := take(locked, it); o == store.QueueFull || o == store.TenantQuotaExceeded {
