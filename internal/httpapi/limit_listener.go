@@ -379,7 +379,7 @@ func (l *ConnLimiter) refuse(c net.Conn) {
 	go func() {
 		defer func() { <-l.refusing }()
 		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(time.Second))
+		_ = c.SetDeadline(time.Now().Add(time.Second)) // a socket deadline is wall-clock time, not the service's clock
 		if _, err := io.WriteString(c, refusedAnswer); err != nil {
 			return
 		}

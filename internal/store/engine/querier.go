@@ -80,6 +80,7 @@ func WaitContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if !ok {
 		return ctx, func() {}
 	}
+	// A context's deadline is wall-clock time: so is this one.
 	return context.WithDeadline(ctx, time.Now().Add(time.Duration(float64(time.Until(deadline))*waitShare)))
 }
 
