@@ -144,7 +144,8 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 		input = buf.Bytes()
 	}
 	traceID := req.TraceID
-	if sc := trace.SpanContextFromContext(ctx); traceID == "" && sc.IsValid() {
+	sc := trace.SpanContextFromContext(ctx)
+	if traceID == "" && sc.IsValid() {
 		traceID = sc.TraceID().String() // the trace of the caller's span
 	}
 	if traceID == "" {
@@ -156,7 +157,6 @@ func (s *Service) admissionItem(ctx context.Context, p dockettype.Principal, req
 	// request's span has it (a parent-based sampler's reading of the
 	// caller's traceparent, or the sampler's own decision); sampled when
 	// no span is in force (tracing off).
-	sc := trace.SpanContextFromContext(ctx)
 	unsampled := sc.IsValid() && sc.TraceID().String() == traceID && !sc.IsSampled()
 	res, err := s.runtime.Resolve(ctx, req.Workflow)
 	if err != nil {
