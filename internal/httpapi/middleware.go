@@ -88,12 +88,18 @@ func (s *server) instrument(next http.Handler) http.Handler {
 			}
 		}
 		if info.traceID == "" {
-			if id, ok := parseTraceparent(r.Header.Values("traceparent")); ok {
-				info.traceID = id
+			// Tracing off: no span, but the caller's span context still
+			// says which trace a submitted task joins and whether it is
+			// sampled (stored with the task, for the nodes that trace and
+			// for remote workers).
+			if sc, ok := traceparentContext(r.Header.Values("traceparent")); ok {
+				ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+				info.traceID = sc.TraceID().String()
+				w.Header().Set("traceparent", formatTraceparent(info.traceID, sc.IsSampled()))
 			} else {
 				info.traceID = newTraceID()
+				w.Header().Set("traceparent", formatTraceparent(info.traceID, true))
 			}
-			w.Header().Set("traceparent", formatTraceparent(info.traceID))
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(ctx, infoKey{}, info))

@@ -53,9 +53,13 @@ func traceparentContext(values []string) (trace.SpanContext, bool) {
 }
 
 // formatTraceparent returns the response's traceparent: the trace ID with a
-// new span ID, sampled.
-func formatTraceparent(traceID string) string {
-	return "00-" + traceID + "-" + newSpanID() + "-01"
+// new span ID, and the sampled flag.
+func formatTraceparent(traceID string, sampled bool) string {
+	flags := "-00"
+	if sampled {
+		flags = "-01"
+	}
+	return "00-" + traceID + "-" + newSpanID() + flags
 }
 
 func newTraceID() string { return queue.NewTraceID() }

@@ -30,7 +30,7 @@ func TestParseTraceparent(t *testing.T) {
 			}
 		})
 	}
-	tp := formatTraceparent(id)
+	tp := formatTraceparent(id, true)
 	if got, ok := parseTraceparent([]string{tp}); !ok || got != id {
 		t.Fatalf("formatTraceparent = %q does not parse back", tp)
 	}

@@ -502,6 +502,45 @@ func TestTracingOffWithoutEndpoint(t *testing.T) {
 	}
 }
 
+// With tracing off a caller's traceparent still decides the task's trace
+// and its sampled flag: the answer echoes the flag, and a remote worker is
+// handed the task span's traceparent with it, for its own tracing.
+func TestCallerSampledFlagWithTracingOff(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	n, key, stop := tracedNode(t, nil, nil)
+	_, w := remoteWorker(t, n, key, nil)
+	var seen sync.Map // task ID → the traceparent its handler saw
+	w.Handle("trace.remote", func(ctx context.Context, task *worker.Task) (any, error) {
+		seen.Store(task.ID, task.Traceparent)
+		return map[string]string{}, nil
+	})
+	stopWorker := runWorker(w)
+	admin := client.New(n.URL(), key)
+	want := map[string]string{}
+	for _, flags := range []string{"00", "01"} {
+		task, answer := submitWithFlags(t, n.URL(), key, "trace.remote", flags, "off-"+flags)
+		if task.TraceID != callerTrace || !strings.HasSuffix(answer, "-"+flags) {
+			t.Errorf("flags %s: task trace %s, answer traceparent %q; want the caller's trace and flags", flags, task.TraceID, answer)
+		}
+		if done, err := admin.Wait(context.Background(), task.ID, 30*time.Second); err != nil || done.State != dockettype.StateSucceeded {
+			t.Fatalf("task: %+v, %v", done, err)
+		}
+		want[task.ID] = "00-" + callerTrace + "-" + tracing.TaskSpanID(task.ID).String() + "-" + flags
+	}
+	if err := stopWorker(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for id, tp := range want {
+		if got, _ := seen.Load(id); got != tp {
+			t.Errorf("handler of %s saw traceparent %v, want %s", id, got, tp)
+		}
+	}
+}
+
 func mustSpanID(t *testing.T, s string) trace.SpanID {
 	t.Helper()
 	id, err := trace.SpanIDFromHex(s)
