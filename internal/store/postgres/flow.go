@@ -1,6 +1,9 @@
 package postgres
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,17 +31,36 @@ func (t *txn) Candidates(queue store.Queue, tenant string, limit int, exceptWork
 	})
 }
 
-// Start moves locked ready tasks to running and returns them with their
-// input, as takeSQL does for the rows it picks.
-func (t *txn) Start(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
-	rows, err := t.query(`WITH q AS (
-			UPDATE task_queue l SET state = 'running', attempt = l.attempt + 1, lease_epoch = l.lease_epoch + 1,
+// startSQL moves locked queued tasks ($1) to running under a lease of $2
+// until $3 ($4 now), setting the columns of set too, and returns them with
+// their input, as takeSQL does for the rows it picks: the rows are found
+// by primary key from the IDs and each task is a lateral primary-key
+// lookup, so no plan joins them.
+func startSQL(set string) string {
+	return `WITH q AS (
+			UPDATE task_queue l SET ` + set + `state = 'running', attempt = l.attempt + 1, lease_epoch = l.lease_epoch + 1,
 				lease_owner = $2, lease_expires_at = $3, started_at = coalesce(l.started_at, $4)
 			WHERE l.id = ANY ($1) AND l.state = 'queued'
 			RETURNING l.*
 		)
-		SELECT `+claimCols+`, t.input, NOT t.trace_sampled FROM q
-		CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`, ids, owner, ts(expires), ts(now))
+		SELECT ` + claimCols + `, t.input, NOT t.trace_sampled FROM q
+		CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`
+}
+
+var (
+	startReadySQL = startSQL("")
+	// startKeyedSQL also gives the tasks their key's slot.
+	startKeyedSQL = startSQL("key_slot = true, run_after = NULL, ")
+)
+
+// Start moves locked ready tasks to running and returns them with their
+// input.
+func (t *txn) Start(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
+	return t.start(startReadySQL, ids, owner, expires, now)
+}
+
+func (t *txn) start(sql string, ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
+	rows, err := t.query(sql, ids, owner, ts(expires), ts(now))
 	if err != nil {
 		return nil, err
 	}
@@ -193,70 +215,105 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 // each only when no pause or rate limit of its tenant, workflow or pool is
 // in force (read in the same statement, as Take reads them after its own):
 // a task under one is started by a claim, which applies it.
+//
+// The waiting tasks are locked and read first, which of them start is
+// chosen here, and each change then finds its rows by the IDs alone.
+// One statement that picked, chose and updated together had to join
+// the picked rows with the chosen ones or with the table, and the
+// planner, which cannot know how many rows unnest gives, planned those
+// joins as a nested loop over both (half a million row comparisons for
+// a finish of 700 keyed tasks) or as a walk of the whole table.
 func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
 	tenants, workflows, keys := keyArrays(free)
-	var h store.HandOff // Limit 0: nothing starts
+	var pool string
 	if start != nil {
-		h = *start
+		pool = string(start.Queue.Pool())
 	}
 	rows, err := t.query(`WITH r AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS r (tenant, workflow, key, room)
-		), next AS (
-			SELECT w.id, w.queue, w.priority, tk.run_at, r.tenant, r.workflow FROM r CROSS JOIN LATERAL (
-				SELECT q.id, q.queue, q.priority FROM task_queue q
-				WHERE q.tenant = r.tenant AND q.workflow = r.workflow AND q.concurrency_key = r.key AND NOT q.key_slot
-					AND q.state = 'queued' AND q.deps_pending = 0
-				ORDER BY q.priority DESC, q.id
-				LIMIT r.room
-				FOR UPDATE SKIP LOCKED) w
-			CROSS JOIN LATERAL (SELECT tk.run_at FROM tasks tk WHERE tk.id = w.id OFFSET 0) tk
-		), go AS (
-			SELECT n.id FROM next n
-			WHERE n.queue = $6 AND (n.run_at IS NULL OR n.run_at <= $5)
-				AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'tenant' AND f.key = n.tenant
-					AND (f.paused OR f.rate_per_second IS NOT NULL))
-				AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = n.workflow
-					AND (f.paused OR f.rate_per_second IS NOT NULL))
-				AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'pool' AND f.key = $10
-					AND (f.paused OR f.rate_per_second IS NOT NULL))
-			ORDER BY n.priority DESC, n.id
-			LIMIT $7
 		)
-		UPDATE task_queue q SET key_slot = true,
-			run_after = CASE WHEN n.run_at > $5 THEN n.run_at END,
-			state = CASE WHEN g.id IS NULL THEN q.state ELSE 'running' END,
-			attempt = q.attempt + CASE WHEN g.id IS NULL THEN 0 ELSE 1 END,
-			lease_epoch = q.lease_epoch + CASE WHEN g.id IS NULL THEN 0 ELSE 1 END,
-			lease_owner = CASE WHEN g.id IS NULL THEN q.lease_owner ELSE $8 END,
-			lease_expires_at = CASE WHEN g.id IS NULL THEN q.lease_expires_at ELSE $9 END,
-			started_at = CASE WHEN g.id IS NULL THEN q.started_at ELSE coalesce(q.started_at, $5) END
-		FROM next n LEFT JOIN go g ON g.id = n.id, tasks t
-		WHERE q.id = n.id AND t.id = n.id
-		RETURNING `+claimCols+`, CASE WHEN g.id IS NULL THEN NULL ELSE t.input END, NOT t.trace_sampled, q.queue, q.run_after IS NULL,
-			g.id IS NOT NULL`,
-		tenants, workflows, keys, room, ts(now), string(h.Queue), h.Limit, h.Owner, ts(h.Expires), string(h.Queue.Pool()))
+		SELECT w.id, r.tenant, r.workflow, r.key, w.queue, w.priority, tk.run_at,
+			NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'tenant' AND f.key = r.tenant
+				AND (f.paused OR f.rate_per_second IS NOT NULL))
+			AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = r.workflow
+				AND (f.paused OR f.rate_per_second IS NOT NULL))
+			AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'pool' AND f.key = $5
+				AND (f.paused OR f.rate_per_second IS NOT NULL))
+		FROM r CROSS JOIN LATERAL (
+			SELECT q.id, q.queue, q.priority FROM task_queue q
+			WHERE q.tenant = r.tenant AND q.workflow = r.workflow AND q.concurrency_key = r.key AND NOT q.key_slot
+				AND q.state = 'queued' AND q.deps_pending = 0
+			ORDER BY q.priority DESC, q.id
+			LIMIT r.room
+			FOR UPDATE SKIP LOCKED) w
+		CROSS JOIN LATERAL (SELECT tk.run_at FROM tasks tk WHERE tk.id = w.id OFFSET 0) tk`,
+		tenants, workflows, keys, room, pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []engine.Moved
-	var started []*store.ClaimedTask
-	for rows.Next() {
-		c := &store.ClaimedTask{}
-		var queue string
-		var ready, run bool
-		c.Task, err = engine.ScanTask(rows, &c.Input, &c.TraceUnsampled, &queue, &ready, &run)
-		if err != nil {
-			rows.Close()
-			return nil, nil, err
+	type waiting struct {
+		moved    engine.Moved
+		priority int
+		runAt    *time.Time
+		unruled  bool
+	}
+	var all []waiting
+	var w waiting
+	var queue string
+	if _, err := pgx.ForEachRow(rows, []any{&w.moved.TaskID, &w.moved.Tenant, &w.moved.Workflow, &w.moved.Key,
+		&queue, &w.priority, &w.runAt, &w.unruled}, func() error {
+		w.moved.Queue = store.Queue(queue)
+		w.moved.Ready = w.runAt == nil || !w.runAt.After(now)
+		all = append(all, w)
+		w = waiting{}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+
+	var chosen []waiting
+	if start != nil {
+		for _, w := range all {
+			if w.moved.Ready && w.unruled && w.moved.Queue == start.Queue {
+				chosen = append(chosen, w)
+			}
 		}
-		if run {
-			started = append(started, c)
+		slices.SortFunc(chosen, func(a, b waiting) int {
+			return cmp.Or(cmp.Compare(b.priority, a.priority), strings.Compare(a.moved.TaskID, b.moved.TaskID))
+		})
+		chosen = chosen[:min(len(chosen), max(start.Limit, 0))]
+	}
+	starting := make(map[string]bool, len(chosen))
+	ids := make([]string, len(chosen))
+	for i, w := range chosen {
+		starting[w.moved.TaskID], ids[i] = true, w.moved.TaskID
+	}
+	var out []engine.Moved
+	var held []string
+	var heldUntil []*time.Time
+	for _, w := range all {
+		if starting[w.moved.TaskID] {
 			continue
 		}
-		out = append(out, engine.Moved{TaskID: c.Task.ID, Tenant: c.Task.Tenant, Queue: store.Queue(queue), Ready: ready,
-			Workflow: c.Task.Workflow, Key: c.Task.ConcurrencyKey})
+		out = append(out, w.moved)
+		held = append(held, w.moved.TaskID)
+		if w.moved.Ready {
+			heldUntil = append(heldUntil, nil)
+		} else {
+			at := ts(*w.runAt)
+			heldUntil = append(heldUntil, &at)
+		}
 	}
-	return out, started, rows.Err()
+	if len(held) > 0 {
+		t.later(`UPDATE task_queue q SET key_slot = true, run_after = u.run_after
+			FROM unnest($1::text[], $2::timestamptz[]) AS u (id, run_after)
+			WHERE q.id = ANY ($1) AND q.id = u.id`, held, heldUntil)
+	}
+	if len(ids) == 0 {
+		return out, nil, nil
+	}
+	started, err := t.start(startKeyedSQL, ids, start.Owner, start.Expires, now)
+	return out, started, err
 }
 
 // setKeySlots sets locked keys' slots (N is the count, not a change).
