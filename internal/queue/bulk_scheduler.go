@@ -76,13 +76,17 @@ func (b *BulkScheduler) tick(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var ahead *matchAhead
+	defer func() { ahead.stop() }()
 	return b.batches(ctx, scanConfig{Batch: b.cfg.Batch, Batches: b.cfg.Batches, Pause: b.cfg.Pause},
-		func(ctx context.Context) (bool, error) { return b.batch(ctx, job) })
+		func(ctx context.Context) (bool, error) { return b.batch(ctx, job, &ahead) })
 }
 
 // batch runs one batch of job and records it; job's cursor and version
 // move on with it.
-func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob) (more bool, err error) {
+// batch acts on the job's next batch. ahead is the batch after it being
+// read, if any: the caller stops it when it calls no more batches.
+func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob, ahead **matchAhead) (more bool, err error) {
 	// A job cancelled since the last batch stops before acting again (one
 	// cancelled while a batch acts still sees that batch through).
 	qctx, cancel := b.query(ctx)
@@ -91,13 +95,14 @@ func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob) (more boo
 	if err != nil || now.Version != job.Version || now.State != store.BulkRunning {
 		return false, err
 	}
-	qctx, cancel = b.query(ctx)
-	tasks, err := b.store.MatchTasks(qctx, &store.MatchTasksParams{Filter: job.Filter, After: job.Cursor, Limit: b.cfg.Batch})
-	cancel()
-	if err != nil {
-		return false, err
+	var tasks []store.MatchedTask
+	if a := *ahead; a != nil && a.after == job.Cursor {
+		tasks, err = a.wait()
+	} else {
+		a.stop()
+		tasks, err = b.match(ctx, job, job.Cursor)
 	}
-	counts, err := b.apply(ctx, b.store, job, tasks)
+	*ahead = nil
 	if err != nil {
 		return false, err
 	}
@@ -105,6 +110,17 @@ func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob) (more boo
 	cursor := job.Cursor
 	if len(tasks) > 0 {
 		cursor = tasks[len(tasks)-1].TaskID
+	}
+	if !last {
+		// The next batch's tasks are read while this one's are acted on.
+		// They come after this one's in ID order, so the action leaves
+		// them as read, but for what it changes besides its own tasks (a
+		// cancel's dependents): such a task counts as skipped next batch.
+		*ahead = b.matchAhead(ctx, job, cursor)
+	}
+	counts, err := b.apply(ctx, b.store, job, tasks)
+	if err != nil {
+		return false, err
 	}
 	qctx, cancel = b.query(ctx)
 	ok, err := b.store.AdvanceBulkJob(qctx, &store.AdvanceBulkJobParams{Now: b.clock.Now(), ID: job.ID, Version: job.Version,
@@ -125,4 +141,47 @@ func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob) (more boo
 			"skipped", job.Skipped, "failed", job.Failed)
 	}
 	return !last, nil
+}
+
+// match reads the job's next batch of tasks after the cursor.
+func (b *BulkScheduler) match(ctx context.Context, job *store.BulkJob, after string) ([]store.MatchedTask, error) {
+	qctx, cancel := b.query(ctx)
+	defer cancel()
+	return b.store.MatchTasks(qctx, &store.MatchTasksParams{Filter: job.Filter, After: after, Limit: b.cfg.Batch})
+}
+
+// matchAhead is a job's next batch being read.
+type matchAhead struct {
+	after  string // the cursor it reads after
+	cancel context.CancelFunc
+	done   chan struct{}
+	tasks  []store.MatchedTask
+	err    error
+}
+
+// matchAhead starts reading the batch after the cursor.
+func (b *BulkScheduler) matchAhead(ctx context.Context, job *store.BulkJob, after string) *matchAhead {
+	ctx, cancel := context.WithCancel(ctx)
+	m := &matchAhead{after: after, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		m.tasks, m.err = b.match(ctx, job, after)
+	}()
+	return m
+}
+
+// wait returns the batch read.
+func (m *matchAhead) wait() ([]store.MatchedTask, error) {
+	<-m.done
+	m.cancel()
+	return m.tasks, m.err
+}
+
+// stop abandons the read, if any, and waits for it to end.
+func (m *matchAhead) stop() {
+	if m == nil {
+		return
+	}
+	m.cancel()
+	<-m.done
 }

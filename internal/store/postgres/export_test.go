@@ -23,6 +23,7 @@ var WritePlanSettings = writePlanSettings
 const (
 	LockLiveSQL = lockLiveSQL
 	EndSQL      = endSQL
+	ReviveSQL   = reviveSQL
 )
 
 // Setting reads a run-time setting on a connection of b's pool.
