@@ -6,7 +6,8 @@
 #   scripts/bench-bulk.sh [N] [SERVER_URL]
 #
 # N defaults to 100000; SERVER_URL names the PostgreSQL server (default
-# postgres://postgres@127.0.0.1:5432). The script creates a database on it
+# postgres://postgres@127.0.0.1:5432). A CHECKPOINT runs before each timed
+# step. The script creates a database on it
 # and drops it at the end; it needs psql, curl and python3. Environment:
 # DOCKET (the binary, default ./docket), CLIENTS (concurrent batch clients,
 # default 4), KEEP_DB (keep the database), SKIP_RETRY (stop after step 2),
@@ -73,7 +74,13 @@ start() {
   exit 1
 }
 
+# checkpoint: a CHECKPOINT before a timed step, so that one forced by the
+# WAL the step before wrote (100,000 tasks write several hundred MB) does
+# not fall inside it (best effort: it needs a superuser or pg_checkpoint).
+checkpoint() { psql -qAt "$url" -c CHECKPOINT >/dev/null 2>&1 || true; }
+
 start serve1.log --online-workers -1
+checkpoint
 key=$(grep -o 'export DOCKET_API_KEY=[^ ]*' "$work/serve1.log" | head -n1 | cut -d= -f2)
 admit_s=$(python3 - "$base" "$key" "$n" "$clients" <<'PY'
 import json, sys, threading, time, urllib.request
@@ -145,6 +152,7 @@ PY
 }
 probe_base="0 nan nan"
 probe_bulk="0 nan nan"
+checkpoint
 if [ "$probe_clients" -gt 0 ]; then
   probe_base=$(probe alone "${PROBE_BASE_S:-20}")
   probe beside "$work/bulk.done" >"$work/probe_bulk" &
