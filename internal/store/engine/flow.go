@@ -117,14 +117,41 @@ type flowSteps interface {
 	// ReleaseKeys applies the deltas (sorted; N <= 0) and gives each key's
 	// free slots to its waiting tasks, highest priority then oldest first:
 	// they become queued (delayed until their run_at if it is still ahead)
-	// and are returned (Ready: not delayed). With start set, up to
-	// start.Limit of them that are ready in start.Queue are started
-	// instead, as Start does, in the same statement that reads whether a
-	// pause or a rate limit is in force (then it starts none); those are
-	// returned in started, not in moved.
+	// and are returned (Ready: not delayed). With start set, those
+	// ChooseHandOff picks (it reads whether a pause or a rate limit of
+	// each one's tenant, workflow or pool is in force, in this
+	// transaction) are started instead, as Start does, and returned in
+	// started, not in moved.
 	ReleaseKeys(deltas []KeyDelta, now time.Time, start *store.HandOff) (moved []Moved, started []*store.ClaimedTask, err error)
 	// WorkflowKeys returns the keys of a workflow that have waiting tasks.
 	WorkflowKeys(workflow string) ([]KeyRef, error)
+}
+
+// HandOffCandidate is a task a release gave its key's slot to, as a
+// finish's hand-off (store.HandOff) weighs it.
+type HandOffCandidate struct {
+	Moved
+	Priority int
+	// Ruled: a pause or a rate limit of its tenant, its workflow or its
+	// pool is in force (a claim, which applies it, starts the task).
+	Ruled bool
+}
+
+// ChooseHandOff returns the indexes of the candidates a finish starts on
+// its node: those ready in h.Queue that no pause or rate limit holds,
+// highest priority then oldest first, at most h.Limit. Every store's
+// ReleaseKeys decides it here, so they start the same tasks.
+func ChooseHandOff(cands []HandOffCandidate, h *store.HandOff) []int {
+	var idx []int
+	for i, c := range cands {
+		if c.Ready && !c.Ruled && c.Queue == h.Queue {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(cands[b].Priority, cands[a].Priority), cmp.Compare(cands[a].TaskID, cands[b].TaskID))
+	})
+	return idx[:min(len(idx), max(h.Limit, 0))]
 }
 
 // HeldUntil is the run_after of a task waiting on its concurrency key: no

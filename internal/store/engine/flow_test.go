@@ -1,6 +1,11 @@
 package engine
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/docket-dev/docket/internal/store"
+)
 
 // Whatever the rate and burst, the allowances of the ticks a one-second
 // window meets, with the lookback ticks before them, sum to at most
@@ -28,6 +33,39 @@ func TestAllowanceBoundsEveryWindow(t *testing.T) {
 		wantExact := tc.burst*int(k) >= tc.rate*(1+lookback)
 		if (wantExact && perSec != float64(tc.rate)) || perSec < 0.9*float64(tc.rate) {
 			t.Errorf("rate %d burst %d: %.2f starts per second held steadily", tc.rate, tc.burst, perSec)
+		}
+	}
+}
+
+// A hand-off starts, of the tasks a release promoted, only those ready in
+// the finishing pool's queue and under no rule, highest priority then
+// oldest first, up to the room the finish brought.
+func TestChooseHandOff(t *testing.T) {
+	online, offline := store.Queue("online"), store.Queue("offline")
+	cand := func(id string, q store.Queue, prio int, ready, ruled bool) HandOffCandidate {
+		return HandOffCandidate{Moved: Moved{TaskID: id, Queue: q, Ready: ready}, Priority: prio, Ruled: ruled}
+	}
+	cands := []HandOffCandidate{
+		cand("b", online, 0, true, false),
+		cand("a", online, 0, true, false),
+		cand("c", online, 5, true, false),
+		cand("d", online, 9, false, false), // delayed
+		cand("e", online, 9, true, true),   // under a pause or rate limit
+		cand("f", offline, 9, true, false), // another queue
+	}
+	ids := func(idx []int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, cands[i].TaskID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		limit int
+		want  []string
+	}{{0, nil}, {2, []string{"c", "a"}}, {10, []string{"c", "a", "b"}}} {
+		if got := ids(ChooseHandOff(cands, &store.HandOff{Queue: online, Limit: tc.limit})); !slices.Equal(got, tc.want) {
+			t.Errorf("limit %d: started %v, want %v", tc.limit, got, tc.want)
 		}
 	}
 }

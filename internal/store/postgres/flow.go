@@ -1,9 +1,6 @@
 package postgres
 
 import (
-	"cmp"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -217,7 +214,8 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 // a task under one is started by a claim, which applies it.
 //
 // The waiting tasks are locked and read first, which of them start is
-// chosen here, and each change then finds its rows by the IDs alone.
+// chosen by engine.ChooseHandOff, and each change then finds its rows by
+// the IDs alone.
 // One statement that picked, chose and updated together had to join
 // the picked rows with the chosen ones or with the table, and the
 // planner, which cannot know how many rows unnest gives, planned those
@@ -225,10 +223,6 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 // a finish of 700 keyed tasks) or as a walk of the whole table.
 func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
 	tenants, workflows, keys := keyArrays(free)
-	var pool string
-	if start != nil {
-		pool = string(start.Queue.Pool())
-	}
 	rows, err := t.query(`WITH r AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS r (tenant, workflow, key, room)
 		)
@@ -237,7 +231,7 @@ func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, 
 				AND (f.paused OR f.rate_per_second IS NOT NULL))
 			AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = r.workflow
 				AND (f.paused OR f.rate_per_second IS NOT NULL))
-			AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'pool' AND f.key = $5
+			AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'pool' AND f.key = tk.pool
 				AND (f.paused OR f.rate_per_second IS NOT NULL))
 		FROM r CROSS JOIN LATERAL (
 			SELECT q.id, q.queue, q.priority FROM task_queue q
@@ -246,61 +240,48 @@ func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, 
 			ORDER BY q.priority DESC, q.id
 			LIMIT r.room
 			FOR UPDATE SKIP LOCKED) w
-		CROSS JOIN LATERAL (SELECT tk.run_at FROM tasks tk WHERE tk.id = w.id OFFSET 0) tk`,
-		tenants, workflows, keys, room, pool)
+		CROSS JOIN LATERAL (SELECT tk.run_at, tk.pool FROM tasks tk WHERE tk.id = w.id OFFSET 0) tk`,
+		tenants, workflows, keys, room)
 	if err != nil {
 		return nil, nil, err
 	}
-	type waiting struct {
-		moved    engine.Moved
-		priority int
-		runAt    *time.Time
-		unruled  bool
-	}
-	var all []waiting
-	var w waiting
+	var cands []engine.HandOffCandidate
+	var runAts []*time.Time
+	var c engine.HandOffCandidate
 	var queue string
-	if _, err := pgx.ForEachRow(rows, []any{&w.moved.TaskID, &w.moved.Tenant, &w.moved.Workflow, &w.moved.Key,
-		&queue, &w.priority, &w.runAt, &w.unruled}, func() error {
-		w.moved.Queue = store.Queue(queue)
-		w.moved.Ready = w.runAt == nil || !w.runAt.After(now)
-		all = append(all, w)
-		w = waiting{}
+	var runAt *time.Time
+	var unruled bool
+	if _, err := pgx.ForEachRow(rows, []any{&c.TaskID, &c.Tenant, &c.Workflow, &c.Key,
+		&queue, &c.Priority, &runAt, &unruled}, func() error {
+		c.Queue, c.Ruled = store.Queue(queue), !unruled
+		c.Ready = runAt == nil || !runAt.After(now)
+		cands, runAts = append(cands, c), append(runAts, runAt)
+		c, runAt = engine.HandOffCandidate{}, nil
 		return nil
 	}); err != nil {
 		return nil, nil, err
 	}
 
-	var chosen []waiting
+	var ids []string
+	starting := map[int]bool{}
 	if start != nil {
-		for _, w := range all {
-			if w.moved.Ready && w.unruled && w.moved.Queue == start.Queue {
-				chosen = append(chosen, w)
-			}
+		for _, i := range engine.ChooseHandOff(cands, start) {
+			starting[i], ids = true, append(ids, cands[i].TaskID)
 		}
-		slices.SortFunc(chosen, func(a, b waiting) int {
-			return cmp.Or(cmp.Compare(b.priority, a.priority), strings.Compare(a.moved.TaskID, b.moved.TaskID))
-		})
-		chosen = chosen[:min(len(chosen), max(start.Limit, 0))]
-	}
-	starting := make(map[string]bool, len(chosen))
-	ids := make([]string, len(chosen))
-	for i, w := range chosen {
-		starting[w.moved.TaskID], ids[i] = true, w.moved.TaskID
 	}
 	var out []engine.Moved
 	var held []string
 	var heldUntil []*time.Time
-	for _, w := range all {
-		if starting[w.moved.TaskID] {
+	for i, c := range cands {
+		if starting[i] {
 			continue
 		}
-		out = append(out, w.moved)
-		held = append(held, w.moved.TaskID)
-		if w.moved.Ready {
+		out = append(out, c.Moved)
+		held = append(held, c.TaskID)
+		if c.Ready {
 			heldUntil = append(heldUntil, nil)
 		} else {
-			at := ts(*w.runAt)
+			at := ts(*runAts[i])
 			heldUntil = append(heldUntil, &at)
 		}
 	}

@@ -120,8 +120,15 @@ func (t *txn) AddKeySlots(deltas []engine.KeyDelta) error {
 // ReleaseKeys frees slots and gives them to waiting tasks.
 func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
 	out, err := t.releaseKeys(deltas, now)
-	if err != nil || start == nil || len(out) == 0 {
-		return out, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if start == nil || len(out) == 0 {
+		moved := make([]engine.Moved, len(out))
+		for i, c := range out {
+			moved[i] = c.Moved
+		}
+		return moved, nil, nil
 	}
 	// The one writer reads the rules in this transaction: a task under a
 	// pause or a rate limit of its tenant, workflow or pool is not handed
@@ -142,20 +149,25 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 	for _, tg := range ruled {
 		under[tg] = true
 	}
-	pool := store.FlowTarget{Scope: store.ScopePool, Key: string(start.Queue.Pool())}
+	for i := range out {
+		c := &out[i]
+		c.Ruled = under[store.FlowTarget{Scope: store.ScopePool, Key: string(c.Queue.Pool())}] ||
+			under[store.FlowTarget{Scope: store.ScopeTenant, Key: c.Tenant}] ||
+			under[store.FlowTarget{Scope: store.ScopeWorkflow, Key: c.Workflow}]
+	}
+	starting := map[int]bool{}
 	var ids []string
+	for _, i := range engine.ChooseHandOff(out, start) {
+		starting[i], ids = true, append(ids, out[i].TaskID)
+	}
 	var moved []engine.Moved
-	for _, m := range out {
-		free := !under[pool] && !under[store.FlowTarget{Scope: store.ScopeTenant, Key: m.Tenant}] &&
-			!under[store.FlowTarget{Scope: store.ScopeWorkflow, Key: m.Workflow}]
-		if free && m.Ready && m.Queue == start.Queue && len(ids) < start.Limit {
-			ids = append(ids, m.TaskID)
-			continue
+	for i, c := range out {
+		if !starting[i] {
+			moved = append(moved, c.Moved)
 		}
-		moved = append(moved, m)
 	}
 	if len(ids) == 0 {
-		return out, nil, nil
+		return moved, nil, nil
 	}
 	started, err := t.Start(ids, start.Owner, start.Expires, now)
 	if err != nil {
@@ -164,8 +176,9 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 	return moved, started, nil
 }
 
-func (t *txn) releaseKeys(deltas []engine.KeyDelta, now time.Time) ([]engine.Moved, error) {
-	var out []engine.Moved
+// releaseKeys applies the deltas and promotes the keys' next waiting tasks.
+func (t *txn) releaseKeys(deltas []engine.KeyDelta, now time.Time) ([]engine.HandOffCandidate, error) {
+	var out []engine.HandOffCandidate
 	for _, d := range deltas {
 		var room int
 		err := t.tx.QueryRowContext(t.ctx, `UPDATE concurrency_keys SET active = max(active + ?4, 0)
@@ -188,16 +201,16 @@ func (t *txn) releaseKeys(deltas []engine.KeyDelta, now time.Time) ([]engine.Mov
 				WHERE tenant = ?1 AND workflow = ?2 AND concurrency_key = ?3 AND key_slot = 0 AND state = 'queued'
 					AND deps_pending = 0
 				ORDER BY priority DESC, id LIMIT ?5)
-			RETURNING id, tenant, queue, run_after IS NULL`, d.Tenant, d.Workflow, d.Key, ms(now), room)
+			RETURNING id, tenant, queue, run_after IS NULL, priority`, d.Tenant, d.Workflow, d.Key, ms(now), room)
 		if err != nil {
 			return nil, err
 		}
-		woke, err := collect(rows, func(r *sql.Rows) (engine.Moved, error) {
-			var m engine.Moved
+		woke, err := collect(rows, func(r *sql.Rows) (engine.HandOffCandidate, error) {
+			var c engine.HandOffCandidate
 			var queue string
-			err := r.Scan(&m.TaskID, &m.Tenant, &queue, &m.Ready)
-			m.Queue, m.Workflow, m.Key = store.Queue(queue), d.Workflow, d.Key
-			return m, err
+			err := r.Scan(&c.TaskID, &c.Tenant, &queue, &c.Ready, &c.Priority)
+			c.Queue, c.Workflow, c.Key = store.Queue(queue), d.Workflow, d.Key
+			return c, err
 		})
 		if err != nil {
 			return nil, err
