@@ -80,8 +80,8 @@ func WaitContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if !ok {
 		return ctx, func() {}
 	}
-	// A context's deadline is wall-clock time: so is this one.
-	return context.WithDeadline(ctx, time.Now().Add(time.Duration(float64(time.Until(deadline))*waitShare)))
+	// A context's deadline is wall-clock time: so is what is left of it.
+	return context.WithTimeout(ctx, time.Duration(float64(time.Until(deadline))*waitShare))
 }
 
 // Busy makes the failure of a wait for a connection of a backend's pool
