@@ -166,59 +166,82 @@ func (c *completer) enqueue(r *finishRequest) bool {
 	return true
 }
 
-// run writes batches one at a time, except that a batch with outcomes of
-// tasks with a concurrency key may be written beside the one in flight: a
-// key's tasks run one after another, each started by the finish of the
-// one before (store.HandOff), so their throughput is bound by the finish's
-// latency, and a second write halves the wait. Other batches wait for the
-// one in flight: for them a second write would split batches (less group
-// commit) and take the connection the pool's claims use.
+// run writes batches one at a time, except that outcomes of tasks with a
+// concurrency key may be written beside the batch in flight once a quarter
+// of a batch of them wait. A key's tasks run one after another, each
+// started by the finish of the one before (store.HandOff), so their
+// throughput is bound by the finish's latency, and a second write halves
+// the wait. Why a quarter: a write costs its round trips and its commit
+// whatever it holds, and a second write for whatever trickled in (often a
+// single outcome, as the hand-offs of the write before reach their
+// workers) made many small transactions, more work in all than the larger
+// ones they delay (BENCHMARKS.md, "Flow control"). Other outcomes wait for
+// the write in flight: for them a second write would split batches (less
+// group commit) and take the connection the pool's claims use.
 func (c *completer) run(ctx context.Context) {
-	var mu sync.Mutex
-	cond := sync.NewCond(&mu)
+	done := make(chan []*finishRequest) // a write ended, with what it left unwritten
 	writing := 0
-	var unwritten []*finishRequest
-	var wg sync.WaitGroup
+	var pending, unwritten []*finishRequest
 	defer func() {
-		wg.Wait()
-		c.drain(unwritten)
+		for ; writing > 0; writing-- {
+			unwritten = append(unwritten, <-done...)
+		}
+		c.drain(append(unwritten, pending...))
 	}()
+	keyed := 0 // outcomes of keyed tasks in pending
 	for {
-		var first *finishRequest
+		if len(pending) > 0 && (writing == 0 || writing < keyedWrites && keyed >= max(c.batch/4, 1)) {
+			n := min(len(pending), c.batch)
+			batch := slices.Clone(pending[:n])
+			pending = append(pending[:0], pending[n:]...)
+			keyed = countKeyed(pending)
+			writing++
+			go func() { done <- c.flush(ctx, batch) }()
+			continue
+		}
+		in := c.in
+		if len(pending) >= c.batch {
+			in = nil // a full batch waits: workers wait on the channel's buffer
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case first = <-c.in:
-		}
-		mu.Lock()
-		for writing > 0 && !(first.keyed && writing < 2) {
-			cond.Wait()
-		}
-		writing++
-		mu.Unlock()
-		batch := c.takeSome(append(make([]*finishRequest, 0, c.batch), first))
-		wg.Go(func() {
-			left := c.flush(ctx, batch)
-			mu.Lock()
-			unwritten = append(unwritten, left...)
+		case r := <-in:
+			n := len(pending)
+			pending = c.takeSome(append(pending, r))
+			keyed += countKeyed(pending[n:])
+		case left := <-done:
 			writing--
-			cond.Broadcast()
-			mu.Unlock()
-		})
+			unwritten = append(unwritten, left...)
+		}
 	}
 }
 
-// takeSome adds what is waiting to batch, up to its capacity.
-func (c *completer) takeSome(batch []*finishRequest) []*finishRequest {
-	for len(batch) < cap(batch) {
-		select {
-		case r := <-c.in:
-			batch = append(batch, r)
-		default:
-			return batch
+// keyedWrites is how many writes a completer runs at once when a quarter
+// of a batch of outcomes of keyed tasks wait (see run).
+const keyedWrites = 2
+
+func countKeyed(rs []*finishRequest) int {
+	n := 0
+	for _, r := range rs {
+		if r.keyed {
+			n++
 		}
 	}
-	return batch
+	return n
+}
+
+// takeSome adds what is waiting to pending, up to a batch.
+func (c *completer) takeSome(pending []*finishRequest) []*finishRequest {
+	for len(pending) < c.batch {
+		select {
+		case r := <-c.in:
+			pending = append(pending, r)
+		default:
+			return pending
+		}
+	}
+	return pending
 }
 
 // takeAll adds everything waiting to pending.

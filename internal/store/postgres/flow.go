@@ -173,12 +173,13 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 	}
 	var locked, free []engine.KeyRef
 	active := map[engine.KeyRef]int{} // after the release
+	var stored []int                  // each locked key's count before it
 	var room []int32
 	var r engine.KeyRef
 	var was, n, limit int
 	if _, err := pgx.ForEachRow(rows, []any{&r.Tenant, &r.Workflow, &r.Key, &was, &n, &limit}, func() error {
 		left := max(was+n, 0)
-		locked, active[r] = append(locked, r), left
+		locked, active[r], stored = append(locked, r), left, append(stored, was)
 		if limit > left {
 			free, room = append(free, r), append(room, int32(limit-left))
 		}
@@ -199,9 +200,13 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 	for _, c := range started {
 		active[engine.KeyRef{Tenant: c.Task.Tenant, Workflow: c.Task.Workflow, Key: c.Task.ConcurrencyKey}]++
 	}
-	set := make([]engine.KeyDelta, len(locked))
+	// A key whose freed slot went to its next task (a chain's hand-off)
+	// holds as many as before: its row is locked, not written.
+	var set []engine.KeyDelta
 	for i, k := range locked {
-		set[i] = engine.KeyDelta{KeyRef: k, N: active[k]}
+		if active[k] != stored[i] {
+			set = append(set, engine.KeyDelta{KeyRef: k, N: active[k]})
+		}
 	}
 	t.setKeySlots(set)
 	return out, started, nil
@@ -227,7 +232,8 @@ func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, 
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS r (tenant, workflow, key, room)
 		)
 		SELECT w.id, r.tenant, r.workflow, r.key, w.queue, w.priority, tk.run_at,
-			NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'tenant' AND f.key = r.tenant
+			NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.paused OR f.rate_per_second IS NOT NULL)
+			OR NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'tenant' AND f.key = r.tenant
 				AND (f.paused OR f.rate_per_second IS NOT NULL))
 			AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = r.workflow
 				AND (f.paused OR f.rate_per_second IS NOT NULL))
