@@ -81,8 +81,8 @@ func BenchmarkBurnDownTracing(b *testing.B) {
 				t := burnDown(b, open, b.N, true, false)
 				off, on = append(off, o.tasksPerSec), append(on, t.tasksPerSec)
 				ratio, spans = append(ratio, t.tasksPerSec/o.tasksPerSec), append(spans, t.spansPerTask)
-				b.Logf("round %d: off %.0f tasks/s, on %.0f tasks/s (%.3f), %.3f spans/task exported",
-					len(off), o.tasksPerSec, t.tasksPerSec, t.tasksPerSec/o.tasksPerSec, t.spansPerTask)
+				b.Logf("round %d: off %.0f tasks/s, on %.0f tasks/s (%.3f), %.3f spans/task exported; CPU µs/task off %.1f node + %.1f db, on %.1f + %.1f",
+					len(off), o.tasksPerSec, t.tasksPerSec, t.tasksPerSec/o.tasksPerSec, t.spansPerTask, o.nodeCPU, o.pgCPU, t.nodeCPU, t.pgCPU)
 			}
 			b.ReportMetric(median(off), "off-tasks/s")
 			b.ReportMetric(median(on), "on-tasks/s")
@@ -136,6 +136,9 @@ func burnDownBackends() map[string]openStore {
 type burnDownResult struct {
 	tasksPerSec  float64
 	spansPerTask float64 // exported, when traced
+	// CPU per task in microseconds over the drain: this process's, and
+	// the local PostgreSQL server's (see cpuUse)
+	nodeCPU, pgCPU float64
 }
 
 // burnDown admits n tasks on a fresh store, then times their drain. With
@@ -194,6 +197,7 @@ func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownR
 		b.ResetTimer()
 	}
 	start := time.Now()
+	self0, pg0 := cpuUse()
 	if err := svc.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -203,12 +207,14 @@ func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownR
 	}
 	tick.Stop()
 	elapsed := time.Since(start)
+	self1, pg1 := cpuUse()
 	if timer {
 		b.StopTimer()
 		elapsed = b.Elapsed()
 	}
 	svc.Stop()
-	r := burnDownResult{tasksPerSec: float64(n) / elapsed.Seconds()}
+	r := burnDownResult{tasksPerSec: float64(n) / elapsed.Seconds(),
+		nodeCPU: (self1 - self0) / float64(n) * 1e6, pgCPU: (pg1 - pg0) / float64(n) * 1e6}
 	if tp != nil {
 		if err := tp.Shutdown(context.Background()); err != nil {
 			b.Fatal(err)

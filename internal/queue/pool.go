@@ -50,6 +50,8 @@ type pool struct {
 	mu      sync.Mutex
 	running int // includes reserved
 	tasks   sync.WaitGroup
+	// spanning: writing the queue-wait spans of claimed tasks
+	spanning sync.WaitGroup
 	// reserved are worker slots held for a completer's hand-off (see
 	// reserve); the pool takes none while its last claim found work it
 	// could not take (drained false) or once it stops.
@@ -129,6 +131,7 @@ func (p *pool) Stop() {
 		p.settled.Wait()
 	}
 	p.mu.Unlock()
+	defer p.spanning.Wait()
 	defer p.taskCancel(errShutdown)
 	defer close(p.quitC) // idle workers exit; an abandoned one exits when its task returns
 	if p.free() == p.cfg.Workers {
@@ -207,8 +210,9 @@ func (p *pool) run(ctx context.Context) {
 			continue
 		}
 		for _, c := range claimed {
-			p.startTask(c, claimedAt)
+			p.startTask(c)
 		}
+		p.queueWaits(claimed, claimedAt)
 		p.mu.Lock()
 		p.drained = len(claimed) < limit && retryAt.IsZero()
 		p.mu.Unlock()
@@ -269,12 +273,12 @@ func (p *pool) claim(ctx context.Context, now time.Time, limit int) (_ []*store.
 	return claimed, outcome.RetryAt, nil
 }
 
-// startTask runs a task claimed at claimedAt on a goroutine of its own.
-func (p *pool) startTask(c *store.ClaimedTask, claimedAt time.Time) {
+// startTask runs a claimed task on a worker goroutine.
+func (p *pool) startTask(c *store.ClaimedTask) {
 	p.mu.Lock()
 	p.running++
 	p.mu.Unlock()
-	p.launch(c, claimedAt)
+	p.launch(c)
 }
 
 // reserve holds up to n free worker slots for a completer's hand-off
@@ -316,8 +320,9 @@ func (p *pool) handedOver(reserved int, started []*store.ClaimedTask, at time.Ti
 		if c.Task.Attempt == 1 {
 			p.metrics.StartLatency.WithLabelValues(string(p.name)).Observe(at.Sub(c.Task.CreatedAt).Seconds())
 		}
-		p.launch(c, at)
+		p.launch(c)
 	}
+	p.queueWaits(started, at)
 	if reserved > len(started) {
 		select {
 		case p.freedC <- struct{}{}:
@@ -326,11 +331,27 @@ func (p *pool) handedOver(reserved int, started []*store.ClaimedTask, at time.Ti
 	}
 }
 
+// queueWaits writes the spans of the tasks' waits in the queue, until
+// their claim at claimedAt, on a goroutine of their own: not on the claim
+// loop, which the spans of a thousand tasks would slow, nor on each task's
+// worker, whose stack (new, or shrunk by the collector while it idled) the
+// SDK's calls would grow, copying it, for every task.
+func (p *pool) queueWaits(claimed []*store.ClaimedTask, claimedAt time.Time) {
+	if !p.spans.on || len(claimed) == 0 {
+		return
+	}
+	p.spanning.Go(func() {
+		for _, c := range claimed {
+			p.spans.queueWait(c, claimedAt, false)
+		}
+	})
+}
+
 // launch runs a task whose worker slot is counted in running: on an idle
 // worker goroutine if one waits, on a new one otherwise.
-func (p *pool) launch(c *store.ClaimedTask, claimedAt time.Time) {
+func (p *pool) launch(c *store.ClaimedTask) {
 	p.tasks.Add(1)
-	run := p.worker.start(p.taskCtx, c, claimedAt)
+	run := p.worker.start(p.taskCtx, c)
 	select {
 	case p.idleC <- run:
 	default:

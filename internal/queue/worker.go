@@ -60,17 +60,13 @@ func newWorker(base baseService, pool dockettype.Pool, rt Runtime, ev runStore, 
 
 // start registers a claimed attempt's lease, so that heartbeats renew it
 // and cancel, timeout or a refused heartbeat can stop it, and returns the
-// function that runs the attempt (on a goroutine of the pool's), which
-// first writes the span of its wait in the queue, until claimedAt. parent is
-// cancelled, with errShutdown, by the pool's Stop.
-func (w *worker) start(parent context.Context, c *store.ClaimedTask, claimedAt time.Time) func() {
+// function that runs the attempt (on a goroutine of the pool's). parent
+// is cancelled, with errShutdown, by the pool's Stop.
+func (w *worker) start(parent context.Context, c *store.ClaimedTask) func() {
 	ctx, cancel := context.WithCancelCause(parent)
 	w.leases.add(c.Lease(), cancel)
 	return func() {
 		defer cancel(nil)
-		// On the attempt's goroutine, not the pool's claim loop: a
-		// claim of many tasks is not slowed by their spans.
-		w.spans.queueWait(c, claimedAt, false)
 		w.work(ctx, cancel, c)
 	}
 }
