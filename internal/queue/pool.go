@@ -198,7 +198,7 @@ func (p *pool) run(ctx context.Context) {
 		}
 		limit := min(n, p.cfg.ClaimBatch)
 		claimedAt := p.clock.Now()
-		claimed, retryAt, err := p.claim(ctx, claimedAt, limit)
+		claimed, outcome, err := p.claim(ctx, claimedAt, limit)
 		if err != nil {
 			// A claim cut short by Stop is no store error; any other is,
 			// even one that comes back while stopping.
@@ -214,15 +214,15 @@ func (p *pool) run(ctx context.Context) {
 		}
 		p.queueWaits(claimed, claimedAt)
 		p.mu.Lock()
-		p.drained = len(claimed) < limit && retryAt.IsZero()
+		p.drained = !outcome.More && outcome.RetryAt.IsZero()
 		p.mu.Unlock()
-		if len(claimed) == limit {
+		if outcome.More {
 			continue // there may be more ready work
 		}
-		if !retryAt.IsZero() {
+		if !outcome.RetryAt.IsZero() {
 			// A rate limit held tasks back: try again when it has
 			// starts to give, not after the whole poll interval.
-			p.waitFor(ctx, retryAt.Sub(p.clock.Now()))
+			p.waitFor(ctx, outcome.RetryAt.Sub(p.clock.Now()))
 			continue
 		}
 		p.wait(ctx)
@@ -244,9 +244,10 @@ func (p *pool) waitFor(ctx context.Context, d time.Duration) {
 	}
 }
 
-// claim claims up to limit tasks at now; retryAt, when set, is when a
-// rate limit that held tasks back has starts again.
-func (p *pool) claim(ctx context.Context, now time.Time, limit int) (_ []*store.ClaimedTask, retryAt time.Time, _ error) {
+// claim claims up to limit tasks at now, and says whether ready work may
+// remain (More) and when a rate limit that held tasks back has starts
+// again (RetryAt).
+func (p *pool) claim(ctx context.Context, now time.Time, limit int) ([]*store.ClaimedTask, store.ClaimOutcome, error) {
 	// Not cut short by Stop: a claim whose commit already reached the
 	// database commits anyway, and its tasks must then run here (or be
 	// handed back by the shutdown) rather than wait for their leases to
@@ -259,7 +260,7 @@ func (p *pool) claim(ctx context.Context, now time.Time, limit int) (_ []*store.
 		Outcome: &outcome,
 	})
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, store.ClaimOutcome{}, err
 	}
 	p.metrics.Claims.WithLabelValues(string(p.name)).Add(float64(len(claimed)))
 	if outcome.Throttled > 0 {
@@ -270,7 +271,7 @@ func (p *pool) claim(ctx context.Context, now time.Time, limit int) (_ []*store.
 			p.metrics.StartLatency.WithLabelValues(string(p.name)).Observe(now.Sub(c.Task.CreatedAt).Seconds())
 		}
 	}
-	return claimed, outcome.RetryAt, nil
+	return claimed, outcome, nil
 }
 
 // startTask runs a claimed task on a worker goroutine.

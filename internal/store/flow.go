@@ -108,4 +108,8 @@ type ClaimOutcome struct {
 	// tokens again: the claimer should try again then rather than wait
 	// for its poll.
 	RetryAt time.Time
+	// More: ready tasks may remain in the queue after this claim (it
+	// took its limit, or the ready counts it read were more than it
+	// took). False means that the claim took all the ready work it found.
+	More bool
 }

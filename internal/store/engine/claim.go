@@ -93,6 +93,15 @@ func claim(tx Tx, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
 		claimed = append(claimed, got...)
 		rows[i] = TenantQueue{Tenant: g.Tenant, Charge: g.Charge(len(got)), Taken: len(got)}
 	}
+	if p.Outcome != nil {
+		// More tenants than it read may have ready work when it read as
+		// many as its limit; otherwise the counts it read tell.
+		queued := 0
+		for _, t := range tenants {
+			queued += t.Queued
+		}
+		p.Outcome.More = len(tenants) >= p.Limit || queued > len(claimed)
+	}
 	for _, ct := range claimed {
 		c.event(ct.Task.ID, dockettype.StateQueued, dockettype.StateRunning, ct.Task.LeaseEpoch, "")
 	}

@@ -212,6 +212,7 @@ func claimFlow(tx Tx, p *store.ClaimParams, rules flowRules, c *changes) ([]*sto
 		return nil, err
 	}
 	if p.Outcome != nil {
+		f.outcome.More = len(claimed) >= p.Limit // held-back tasks wait for their limit, not for this claimer
 		*p.Outcome = f.outcome
 	}
 	for _, ct := range claimed {

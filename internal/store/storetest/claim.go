@@ -79,6 +79,37 @@ func (su suite) testClaim(t *testing.T) {
 		}
 	})
 
+	su.run(t, "SaysWhetherReadyWorkRemains", func(t *testing.T, s store.Store) {
+		claimMore := func(now time.Time, limit int) ([]*store.ClaimedTask, bool) {
+			t.Helper()
+			var out store.ClaimOutcome
+			got, err := s.Claim(t.Context(), &store.ClaimParams{Now: now, Queue: store.PoolQueue(dockettype.PoolOnline),
+				Owner: "node-1", Limit: limit, LeaseTTL: ttl, Outcome: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got, out.More
+		}
+		admitN(t, s, at(0), tenantA, 3, nil)
+		admitN(t, s, at(ms), tenantB, 2, nil)
+		// Limit 4 of 5 ready tasks: more remain.
+		if got, more := claimMore(at(time.Second), 4); len(got) != 4 || !more {
+			t.Errorf("claim of 4 of 5 ready = %d tasks, more %v; want 4, true", len(got), more)
+		}
+		// The last one, with room to spare: nothing remains.
+		if got, more := claimMore(at(2*time.Second), 4); len(got) != 1 || more {
+			t.Errorf("claim of the last ready task = %d tasks, more %v; want 1, false", len(got), more)
+		}
+		// Exactly the limit, and nothing behind it: all taken.
+		admitN(t, s, at(3*time.Second), tenantA, 2, nil)
+		if got, more := claimMore(at(4*time.Second), 2); len(got) != 2 || more {
+			t.Errorf("claim of exactly the 2 ready tasks = %d tasks, more %v; want 2, false", len(got), more)
+		}
+		if got, more := claimMore(at(5*time.Second), 2); len(got) != 0 || more {
+			t.Errorf("claim of an empty queue = %d tasks, more %v; want 0, false", len(got), more)
+		}
+	})
+
 	su.run(t, "EmptyQueue", func(t *testing.T, s store.Store) {
 		got, err := s.Claim(t.Context(), &store.ClaimParams{Now: at(0), Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "node-1", Limit: 5, LeaseTTL: ttl})
 		if err != nil || len(got) != 0 {
