@@ -231,15 +231,11 @@ func BenchmarkFlowConcurrencyKeys(b *testing.B) {
 					}
 					return fmt.Sprint("k", i%keys)
 				})
-				self0, pg0 := cpuUse()
+				cpu0 := cpuSeconds()
 				d := runNodes(b, svcs, func() bool { return succeeded(svcs) >= tasks })
-				self1, pg1 := cpuUse()
 				b.ReportMetric(tasks/d.Seconds(), "tasks/s")
-				// CPU per task, of the three nodes and of PostgreSQL
-				// (when it runs here): the drain's work, whatever the
-				// noise of the machine does to its time.
-				b.ReportMetric((self1-self0)/tasks*1e6, "node-cpu-us/task")
-				b.ReportMetric((pg1-pg0)/tasks*1e6, "pg-cpu-us/task")
+				// The three nodes' CPU per task (see cpuSeconds).
+				b.ReportMetric((cpuSeconds()-cpu0)/tasks*1e6, "node-cpu-us/task")
 				running := map[string]int{}
 				isRunning := map[string]bool{}
 				most := 0
