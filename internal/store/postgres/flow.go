@@ -143,14 +143,72 @@ func (t *txn) AddKeySlots(deltas []engine.KeyDelta) error {
 	return nil
 }
 
-// ReleaseKeys frees slots and gives them to waiting tasks in two round
-// trips whatever the number of keys. The keys' rows are locked first, in
-// the engine's order: admissions and releases of one key take turns, so
-// its count is exact. A waiting task locked by another transaction (a
-// cancel or a timeout, which end it) is skipped. Each key's row is written
-// once, with the slots freed and those given at once, sent with the
-// transaction's next statements.
+// ReleaseKeys frees slots and gives them to waiting tasks, in two steps.
+//
+// First, each slot a key's task freed goes straight to the key's next
+// waiting task, without reading or locking the key's row: the key holds
+// as many slots as before, so its count, which admissions read under the
+// row's lock, stays exact, and a chain of tasks (a key at its limit, its
+// next task started by the finish of the one before) costs no key row at
+// all. A waiting task locked by another transaction (a cancel or a
+// timeout, which end it, or another release) is skipped.
+//
+// Then the keys left with freed slots that no waiting task took, and the
+// keys whose waiting task may take a free slot (N == 0: a retried task or
+// one whose dependencies are done), are locked, in the engine's order
+// (admissions and releases of one key take turns), their counts read,
+// the room left given to their waiting tasks, and their rows written once,
+// sent with the transaction's next statements.
 func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
+	var swap []engine.KeyRef
+	var freed []int32
+	for _, d := range deltas {
+		if d.N < 0 {
+			swap, freed = append(swap, d.KeyRef), append(freed, int32(-d.N))
+		}
+	}
+	var out []engine.Moved
+	var started []*store.ClaimedTask
+	took := map[engine.KeyRef]int{} // slots the first step gave
+	if len(swap) > 0 {
+		moved, st, err := t.promoteWaiting(swap, freed, now, start)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, started = moved, st
+		for _, m := range moved {
+			took[engine.KeyRef{Tenant: m.Tenant, Workflow: m.Workflow, Key: m.Key}]++
+		}
+		for _, c := range st {
+			took[engine.KeyRef{Tenant: c.Task.Tenant, Workflow: c.Task.Workflow, Key: c.Task.ConcurrencyKey}]++
+		}
+	}
+	var rest []engine.KeyDelta
+	for _, d := range deltas {
+		if n := d.N + took[d.KeyRef]; n < 0 || d.N == 0 {
+			rest = append(rest, engine.KeyDelta{KeyRef: d.KeyRef, N: n})
+		}
+	}
+	if len(rest) == 0 {
+		return out, started, nil
+	}
+	if start != nil {
+		left := *start
+		left.Limit -= len(started)
+		left.Started = nil
+		start = &left
+	}
+	moved, st, err := t.releaseLocked(rest, now, start)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(out, moved...), append(started, st...), nil
+}
+
+// releaseLocked is ReleaseKeys' second step: it locks the keys' rows, in
+// the order given, applies the deltas, gives the room left to the keys'
+// waiting tasks and writes the counts that changed.
+func (t *txn) releaseLocked(deltas []engine.KeyDelta, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
 	refs := make([]engine.KeyRef, len(deltas))
 	ns := make([]int32, len(deltas))
 	for i, d := range deltas {
@@ -200,8 +258,6 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 	for _, c := range started {
 		active[engine.KeyRef{Tenant: c.Task.Tenant, Workflow: c.Task.Workflow, Key: c.Task.ConcurrencyKey}]++
 	}
-	// A key whose freed slot went to its next task (a chain's hand-off)
-	// holds as many as before: its row is locked, not written.
 	var set []engine.KeyDelta
 	for i, k := range locked {
 		if active[k] != stored[i] {

@@ -299,6 +299,53 @@ func (su suite) testFlow(t *testing.T) {
 		}
 	})
 
+	su.run(t, "KeySlotsStayExactThroughHandOffsAndReleases", func(t *testing.T, s store.Store) {
+		two := 2
+		if _, err := s.UpdateFlowRule(t.Context(), &store.UpdateFlowRuleParams{Now: at(0),
+			Target: store.FlowTarget{Scope: store.ScopeWorkflow, Key: "demo.echo"}, ConcurrencyPerKey: &two}); err != nil {
+			t.Fatal(err)
+		}
+		k := func(it *store.AdmitItem) { it.ConcurrencyKey = "k" }
+		abc := admitN(t, s, at(ms), tenantA, 3, k)
+		running := claim(t, s, at(time.Second), dockettype.PoolOnline, 10)
+		if want := []string{abc[0].ID, abc[1].ID}; !sameSet(claimedIDs(running), want) {
+			t.Fatalf("claim = %v, want the key's first two %v", claimedIDs(running), want)
+		}
+		// Both end in one finish: one slot goes to the waiting task, the
+		// other is freed.
+		h := &store.HandOff{Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "node-h", Expires: at(time.Minute), Limit: 4}
+		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(2 * time.Second),
+			Items: []store.FinishItem{succeed(running[0].Lease()), succeed(running[1].Lease())}, HandOff: h}); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Started) != 1 || h.Started[0].Task.ID != abc[2].ID {
+			t.Fatalf("hand-off started %v, want %s", claimedIDs(h.Started), abc[2].ID)
+		}
+		// One slot is held (the started task), one is free.
+		d := admitN(t, s, at(3*time.Second), tenantA, 1, k)
+		dRun := claim(t, s, at(3*time.Second+ms), dockettype.PoolOnline, 10)
+		if len(dRun) != 1 || dRun[0].Task.ID != d[0].ID {
+			t.Fatalf("claim after a slot was freed = %v, want %s", claimedIDs(dRun), d[0].ID)
+		}
+		e := admitN(t, s, at(4*time.Second), tenantA, 1, k)
+		if got := claim(t, s, at(4*time.Second+ms), dockettype.PoolOnline, 10); len(got) != 0 {
+			t.Fatalf("claim with the key's two slots held = %v, want none", claimedIDs(got))
+		}
+		// A finish without a hand-off gives the slot to the waiting task.
+		finishOne(t, s, at(5*time.Second), succeed(h.Started[0].Lease()), true)
+		got := claim(t, s, at(5*time.Second+ms), dockettype.PoolOnline, 10)
+		if len(got) != 1 || got[0].Task.ID != e[0].ID {
+			t.Fatalf("claim after the started task ended = %v, want %s", claimedIDs(got), e[0].ID)
+		}
+		// Every slot freed: two new tasks of the key start at once.
+		finishOne(t, s, at(6*time.Second), succeed(dRun[0].Lease()), true)
+		finishOne(t, s, at(6*time.Second+ms), succeed(got[0].Lease()), true)
+		fg := admitN(t, s, at(7*time.Second), tenantA, 2, k)
+		if got := claim(t, s, at(7*time.Second+ms), dockettype.PoolOnline, 10); !sameSet(claimedIDs(got), []string{fg[0].ID, fg[1].ID}) {
+			t.Fatalf("claim with every slot free = %v, want %v", claimedIDs(got), []string{fg[0].ID, fg[1].ID})
+		}
+	})
+
 	su.run(t, "RaisingConcurrencyPerKeyStartsWaitingTasks", func(t *testing.T, s store.Store) {
 		tasks := admitN(t, s, at(0), tenantA, 4, func(it *store.AdmitItem) { it.ConcurrencyKey = "k" })
 		if got := claim(t, s, at(time.Second), dockettype.PoolOnline, 10); len(got) != 1 {
