@@ -139,8 +139,11 @@ type HandOffCandidate struct {
 
 // ChooseHandOff returns the indexes of the candidates a finish starts on
 // its node: those ready in h.Queue that no pause or rate limit holds,
-// highest priority then oldest first, at most h.Limit. Every store's
-// ReleaseKeys decides it here, so they start the same tasks.
+// highest priority then oldest first, at most h.Limit. It is the rule
+// every store's ReleaseKeys follows: SQLite's calls it; PostgreSQL's makes
+// the same choice inside the statement that starts the tasks (see
+// promoteWaitingSQL), one round trip instead of two, and the conformance
+// cases of the hand-off hold both to it.
 func ChooseHandOff(cands []HandOffCandidate, h *store.HandOff) []int {
 	var idx []int
 	for i, c := range cands {

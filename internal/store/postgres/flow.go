@@ -29,35 +29,22 @@ func (t *txn) Candidates(queue store.Queue, tenant string, limit int, exceptWork
 }
 
 // startSQL moves locked queued tasks ($1) to running under a lease of $2
-// until $3 ($4 now), setting the columns of set too, and returns them with
-// their input, as takeSQL does for the rows it picks: the rows are found
-// by primary key from the IDs and each task is a lateral primary-key
-// lookup, so no plan joins them.
-func startSQL(set string) string {
-	return `WITH q AS (
-			UPDATE task_queue l SET ` + set + `state = 'running', attempt = l.attempt + 1, lease_epoch = l.lease_epoch + 1,
-				lease_owner = $2, lease_expires_at = $3, started_at = coalesce(l.started_at, $4)
-			WHERE l.id = ANY ($1) AND l.state = 'queued'
-			RETURNING l.*
-		)
-		SELECT ` + claimCols + `, t.input, NOT t.trace_sampled FROM q
-		CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`
-}
-
-var (
-	startReadySQL = startSQL("")
-	// startKeyedSQL also gives the tasks their key's slot.
-	startKeyedSQL = startSQL("key_slot = true, run_after = NULL, ")
-)
+// until $3 ($4 now) and returns them with their input, as takeSQL does for
+// the rows it picks: the rows are found by primary key from the IDs and
+// each task is a lateral primary-key lookup, so no plan joins them.
+const startSQL = `WITH q AS (
+		UPDATE task_queue l SET state = 'running', attempt = l.attempt + 1, lease_epoch = l.lease_epoch + 1,
+			lease_owner = $2, lease_expires_at = $3, started_at = coalesce(l.started_at, $4)
+		WHERE l.id = ANY ($1) AND l.state = 'queued'
+		RETURNING l.*
+	)
+	SELECT ` + claimCols + `, t.input, NOT t.trace_sampled FROM q
+	CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`
 
 // Start moves locked ready tasks to running and returns them with their
 // input.
 func (t *txn) Start(ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
-	return t.start(startReadySQL, ids, owner, expires, now)
-}
-
-func (t *txn) start(sql string, ids []string, owner string, expires, now time.Time) ([]*store.ClaimedTask, error) {
-	rows, err := t.query(sql, ids, owner, ts(expires), ts(now))
+	rows, err := t.query(startSQL, ids, owner, ts(expires), ts(now))
 	if err != nil {
 		return nil, err
 	}
@@ -268,95 +255,97 @@ func (t *txn) releaseLocked(deltas []engine.KeyDelta, now time.Time, start *stor
 	return out, started, nil
 }
 
-// promoteWaiting gives each key's room to its first waiting tasks, and
-// starts up to start.Limit of those ready in start.Queue when start is set,
-// each only when no pause or rate limit of its tenant, workflow or pool is
-// in force (read in the same statement, as Take reads them after its own):
-// a task under one is started by a claim, which applies it.
-//
-// The waiting tasks are locked and read first, which of them start is
-// chosen by engine.ChooseHandOff, and each change then finds its rows by
-// the IDs alone.
-// One statement that picked, chose and updated together had to join
-// the picked rows with the chosen ones or with the table, and the
-// planner, which cannot know how many rows unnest gives, planned those
-// joins as a nested loop over both (half a million row comparisons for
-// a finish of 700 keyed tasks) or as a walk of the whole table.
-func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
-	tenants, workflows, keys := keyArrays(free)
-	rows, err := t.query(`WITH r AS (
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS r (tenant, workflow, key, room)
-		)
-		SELECT w.id, r.tenant, r.workflow, r.key, w.queue, w.priority, tk.run_at,
+// promoteWaitingSQL gives each key ($1–$3) its room ($4) of waiting tasks,
+// at $5, in one statement. w locks the keys' first waiting tasks (skipping
+// rows other transactions hold) with what the choice needs; c chooses
+// those the finish starts, as engine.ChooseHandOff does: ready, in the
+// hand-off's queue ($6), under no pause or rate limit of their tenant,
+// workflow or pool, highest priority then oldest, at most $7; s starts
+// them, leased to $8 until $9; h gives the others their slot (queued, or
+// delayed until their run_at). Both updates find their rows by the
+// addresses w read them at, which the rows' locks keep, with a TID scan:
+// the IDs would cost a descent of the primary key each, and a join on
+// them was planned as a nested loop comparing every row with every other
+// (half a million comparisons for a finish of 700 keyed tasks). The
+// answer is a row per task, started (s) or given its slot (h).
+const promoteWaitingSQL = `WITH r AS (
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS r (tenant, workflow, key, room)
+	), w AS MATERIALIZED (
+		SELECT q.tid, q.id, q.queue, q.priority, tk.run_at, tk.run_at IS NULL OR tk.run_at <= $5 AS ready,
 			NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.paused OR f.rate_per_second IS NOT NULL)
 			OR NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'tenant' AND f.key = r.tenant
 				AND (f.paused OR f.rate_per_second IS NOT NULL))
 			AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'workflow' AND f.key = r.workflow
 				AND (f.paused OR f.rate_per_second IS NOT NULL))
 			AND NOT EXISTS (SELECT 1 FROM flow_rules f WHERE f.scope = 'pool' AND f.key = tk.pool
-				AND (f.paused OR f.rate_per_second IS NOT NULL))
+				AND (f.paused OR f.rate_per_second IS NOT NULL)) AS unruled
 		FROM r CROSS JOIN LATERAL (
-			SELECT q.id, q.queue, q.priority FROM task_queue q
+			SELECT q.ctid AS tid, q.id, q.queue, q.priority FROM task_queue q
 			WHERE q.tenant = r.tenant AND q.workflow = r.workflow AND q.concurrency_key = r.key AND NOT q.key_slot
 				AND q.state = 'queued' AND q.deps_pending = 0
 			ORDER BY q.priority DESC, q.id
 			LIMIT r.room
-			FOR UPDATE SKIP LOCKED) w
-		CROSS JOIN LATERAL (SELECT tk.run_at, tk.pool FROM tasks tk WHERE tk.id = w.id OFFSET 0) tk`,
-		tenants, workflows, keys, room)
+			FOR UPDATE SKIP LOCKED) q
+		CROSS JOIN LATERAL (SELECT tk.run_at, tk.pool FROM tasks tk WHERE tk.id = q.id OFFSET 0) tk
+	), c AS MATERIALIZED (
+		SELECT w.tid, w.id FROM w WHERE w.ready AND w.unruled AND w.queue = $6
+		ORDER BY w.priority DESC, w.id LIMIT $7
+	), s AS (
+		UPDATE task_queue l SET key_slot = true, run_after = NULL, state = 'running', attempt = l.attempt + 1,
+			lease_epoch = l.lease_epoch + 1, lease_owner = $8, lease_expires_at = $9, started_at = coalesce(l.started_at, $5)
+		FROM c WHERE l.ctid = c.tid
+		RETURNING l.*
+	), h AS (
+		UPDATE task_queue l SET key_slot = true, run_after = CASE WHEN w.ready THEN NULL ELSE w.run_at END
+		FROM w WHERE l.ctid = w.tid AND w.id NOT IN (SELECT c.id FROM c)
+		RETURNING l.*
+	)
+	SELECT ` + claimCols + `, t.input, NOT t.trace_sampled, true, q.queue, q.run_after IS NULL FROM s q
+	CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t
+	UNION ALL
+	SELECT ` + claimCols + `, NULL::bytea, NOT t.trace_sampled, false, q.queue, q.run_after IS NULL FROM h q
+	CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`
+
+// promoteWaiting gives each key's room to its first waiting tasks, and
+// starts up to start.Limit of those ready in start.Queue when start is set,
+// each only when no pause or rate limit of its tenant, workflow or pool is
+// in force (read in the same statement, as Take reads them after its own):
+// a task under one is started by a claim, which applies it. It returns the
+// tasks given a slot and not started, and those started.
+func (t *txn) promoteWaiting(free []engine.KeyRef, room []int32, now time.Time, start *store.HandOff) ([]engine.Moved, []*store.ClaimedTask, error) {
+	tenants, workflows, keys := keyArrays(free)
+	h := store.HandOff{} // none: every task is given its slot, none started
+	if start != nil {
+		h = *start
+	}
+	rows, err := t.query(promoteWaitingSQL, tenants, workflows, keys, room, ts(now),
+		string(h.Queue), max(h.Limit, 0), h.Owner, ts(h.Expires))
 	if err != nil {
 		return nil, nil, err
 	}
-	var cands []engine.HandOffCandidate
-	var runAts []*time.Time
-	var c engine.HandOffCandidate
-	var queue string
-	var runAt *time.Time
-	var unruled bool
-	if _, err := pgx.ForEachRow(rows, []any{&c.TaskID, &c.Tenant, &c.Workflow, &c.Key,
-		&queue, &c.Priority, &runAt, &unruled}, func() error {
-		c.Queue, c.Ruled = store.Queue(queue), !unruled
-		c.Ready = runAt == nil || !runAt.After(now)
-		cands, runAts = append(cands, c), append(runAts, runAt)
-		c, runAt = engine.HandOffCandidate{}, nil
-		return nil
-	}); err != nil {
-		return nil, nil, err
-	}
-
-	var ids []string
-	starting := map[int]bool{}
-	if start != nil {
-		for _, i := range engine.ChooseHandOff(cands, start) {
-			starting[i], ids = true, append(ids, cands[i].TaskID)
-		}
-	}
+	defer rows.Close()
 	var out []engine.Moved
-	var held []string
-	var heldUntil []*time.Time
-	for i, c := range cands {
-		if starting[i] {
+	var started []*store.ClaimedTask
+	for rows.Next() {
+		c := &store.ClaimedTask{}
+		var isStarted, ready bool
+		var queue string
+		task, err := engine.ScanTask(rows, &c.Input, &c.TraceUnsampled, &isStarted, &queue, &ready)
+		if err != nil {
+			return nil, nil, err
+		}
+		if isStarted {
+			c.Task = task
+			started = append(started, c)
 			continue
 		}
-		out = append(out, c.Moved)
-		held = append(held, c.TaskID)
-		if c.Ready {
-			heldUntil = append(heldUntil, nil)
-		} else {
-			at := ts(*runAts[i])
-			heldUntil = append(heldUntil, &at)
-		}
+		out = append(out, engine.Moved{TaskID: task.ID, Tenant: task.Tenant, Workflow: task.Workflow,
+			Key: task.ConcurrencyKey, Queue: store.Queue(queue), Ready: ready})
 	}
-	if len(held) > 0 {
-		t.later(`UPDATE task_queue q SET key_slot = true, run_after = u.run_after
-			FROM unnest($1::text[], $2::timestamptz[]) AS u (id, run_after)
-			WHERE q.id = ANY ($1) AND q.id = u.id`, held, heldUntil)
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
 	}
-	if len(ids) == 0 {
-		return out, nil, nil
-	}
-	started, err := t.start(startKeyedSQL, ids, start.Owner, start.Expires, now)
-	return out, started, err
+	return out, started, nil
 }
 
 // setKeySlots sets locked keys' slots (N is the count, not a change).

@@ -299,6 +299,68 @@ func (su suite) testFlow(t *testing.T) {
 		}
 	})
 
+	su.run(t, "HandOffStartsTheHighestPriorityWithinItsRoom", func(t *testing.T, s store.Store) {
+		keys := []string{"ka", "kb", "kc"}
+		var firsts []*dockettype.Task
+		for i, k := range keys {
+			firsts = append(firsts, admitN(t, s, at(time.Duration(i)*ms), tenantA, 1, func(it *store.AdmitItem) { it.ConcurrencyKey = k })...)
+		}
+		waiting := map[string]string{} // key -> its waiting task
+		for i, k := range keys {
+			w := admitN(t, s, at(10*ms+time.Duration(i)*ms), tenantA, 1, func(it *store.AdmitItem) { it.ConcurrencyKey, it.Priority = k, 5*i })
+			waiting[k] = w[0].ID
+		}
+		running := claim(t, s, at(time.Second), dockettype.PoolOnline, 10)
+		if !sameSet(claimedIDs(running), []string{firsts[0].ID, firsts[1].ID, firsts[2].ID}) {
+			t.Fatalf("claim = %v, want each key's first task", claimedIDs(running))
+		}
+		items := make([]store.FinishItem, len(running))
+		for i, c := range running {
+			items[i] = succeed(c.Lease())
+		}
+		// Room for two: the waiting tasks of priority 10 and 5 start; the
+		// third gets its key's slot and is ready for a claim.
+		h := &store.HandOff{Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "node-h", Expires: at(time.Minute), Limit: 2}
+		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(2 * time.Second), Items: items, HandOff: h}); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{waiting["kc"], waiting["kb"]}; !sameSet(claimedIDs(h.Started), want) {
+			t.Fatalf("hand-off started %v, want the two of highest priority %v", claimedIDs(h.Started), want)
+		}
+		if got := claim(t, s, at(3*time.Second), dockettype.PoolOnline, 10); len(got) != 1 || got[0].Task.ID != waiting["ka"] {
+			t.Fatalf("claim after the hand-off = %v, want %s", claimedIDs(got), waiting["ka"])
+		}
+	})
+
+	su.run(t, "HandOffLeavesATaskNotYetDueDelayedWithItsSlot", func(t *testing.T, s store.Store) {
+		k := func(it *store.AdmitItem) { it.ConcurrencyKey = "k" }
+		first := admitN(t, s, at(0), tenantA, 1, k)
+		later := admitN(t, s, at(ms), tenantA, 1, func(it *store.AdmitItem) { k(it); it.RunAt = at(time.Minute) })
+		running := claim(t, s, at(time.Second), dockettype.PoolOnline, 10)
+		if len(running) != 1 || running[0].Task.ID != first[0].ID {
+			t.Fatalf("claim = %v, want %s", claimedIDs(running), first[0].ID)
+		}
+		h := &store.HandOff{Queue: store.PoolQueue(dockettype.PoolOnline), Owner: "node-h", Expires: at(time.Minute), Limit: 4}
+		if _, err := s.Finish(t.Context(), &store.FinishParams{Now: at(2 * time.Second),
+			Items: []store.FinishItem{succeed(running[0].Lease())}, HandOff: h}); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Started) != 0 {
+			t.Fatalf("hand-off started %v, want none: the next task's run_at is ahead", claimedIDs(h.Started))
+		}
+		if w := getTaskAt(t, s, tenantA, later[0].ID, at(3*time.Second)).WaitingOn; string(w) != store.WaitingOnRunAt {
+			t.Errorf("the key's next task waits on %v, want run_at", w)
+		}
+		// It holds the key's slot: another task of the key waits on it.
+		third := admitN(t, s, at(4*time.Second), tenantA, 1, k)
+		if got := claim(t, s, at(5*time.Second), dockettype.PoolOnline, 10); len(got) != 0 {
+			t.Fatalf("claim before the run_at = %v, want none", claimedIDs(got))
+		}
+		if got := claim(t, s, at(61*time.Second), dockettype.PoolOnline, 10); len(got) != 1 || got[0].Task.ID != later[0].ID {
+			t.Fatalf("claim after the run_at = %v, want %s (and not %s, which waits on the key)", claimedIDs(got), later[0].ID, third[0].ID)
+		}
+	})
+
 	su.run(t, "KeySlotsStayExactThroughHandOffsAndReleases", func(t *testing.T, s store.Store) {
 		two := 2
 		if _, err := s.UpdateFlowRule(t.Context(), &store.UpdateFlowRuleParams{Now: at(0),
