@@ -163,12 +163,7 @@ func (t *txn) ReleaseKeys(deltas []engine.KeyDelta, now time.Time, start *store.
 			return nil, nil, err
 		}
 		out, started = moved, st
-		for _, m := range moved {
-			took[engine.KeyRef{Tenant: m.Tenant, Workflow: m.Workflow, Key: m.Key}]++
-		}
-		for _, c := range st {
-			took[engine.KeyRef{Tenant: c.Task.Tenant, Workflow: c.Task.Workflow, Key: c.Task.ConcurrencyKey}]++
-		}
+		countSlots(took, moved, st)
 	}
 	var rest []engine.KeyDelta
 	for _, d := range deltas {
@@ -239,12 +234,7 @@ func (t *txn) releaseLocked(deltas []engine.KeyDelta, now time.Time, start *stor
 			return nil, nil, err
 		}
 	}
-	for _, m := range out {
-		active[engine.KeyRef{Tenant: m.Tenant, Workflow: m.Workflow, Key: m.Key}]++
-	}
-	for _, c := range started {
-		active[engine.KeyRef{Tenant: c.Task.Tenant, Workflow: c.Task.Workflow, Key: c.Task.ConcurrencyKey}]++
-	}
+	countSlots(active, out, started)
 	var set []engine.KeyDelta
 	for i, k := range locked {
 		if active[k] != stored[i] {
@@ -253,6 +243,17 @@ func (t *txn) releaseLocked(deltas []engine.KeyDelta, now time.Time, start *stor
 	}
 	t.setKeySlots(set)
 	return out, started, nil
+}
+
+// countSlots adds to counts, per key, the slots the tasks given one (moved)
+// or started hold.
+func countSlots(counts map[engine.KeyRef]int, moved []engine.Moved, started []*store.ClaimedTask) {
+	for _, m := range moved {
+		counts[engine.KeyRef{Tenant: m.Tenant, Workflow: m.Workflow, Key: m.Key}]++
+	}
+	for _, c := range started {
+		counts[engine.KeyRef{Tenant: c.Task.Tenant, Workflow: c.Task.Workflow, Key: c.Task.ConcurrencyKey}]++
+	}
 }
 
 // promoteWaitingSQL gives each key ($1–$3) its room ($4) of waiting tasks,
