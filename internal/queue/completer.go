@@ -57,6 +57,7 @@ type completer struct {
 	retrying *testSignal[dockettype.Pool]
 	flushing *testSignal[time.Duration]
 	written  *testSignal[outcome]
+	holding  *testSignal[int]
 
 	in chan *finishRequest
 	// handoff orders enqueue against Stop: an enqueue holds it shared for
@@ -129,6 +130,7 @@ func newCompleter(base baseService, pool dockettype.Pool, st finisher, leases *l
 		retrying:     &sig.retrying,
 		flushing:     &sig.flushing,
 		written:      &sig.outcome,
+		holding:      &sig.holding,
 		in:           make(chan *finishRequest, 4*cfg.Batch),
 	}
 }
@@ -203,6 +205,7 @@ func (c *completer) run(ctx context.Context) {
 		if len(pending) >= c.batch {
 			in = nil // a full batch waits: workers wait on the channel's buffer
 		}
+		c.holding.signal(len(pending))
 		select {
 		case <-ctx.Done():
 			return

@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/logtest"
+	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/faultstore"
 )
@@ -200,4 +204,99 @@ func TestCompleterPerPool(t *testing.T) {
 	for _, id := range floodIDs {
 		h.waitTerminal(alice, id, dockettype.StateSucceeded)
 	}
+}
+
+// blockingFinisher records each Finish call's size on calls and answers
+// it only when release receives (every item applied).
+type blockingFinisher struct {
+	calls   chan int
+	release chan struct{}
+}
+
+func (f *blockingFinisher) Finish(ctx context.Context, p *store.FinishParams) ([]store.FinishResult, error) {
+	f.calls <- len(p.Items)
+	select {
+	case <-f.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	out := make([]store.FinishResult, len(p.Items))
+	for i := range out {
+		out[i] = store.FinishResult{Applied: true, State: dockettype.StateSucceeded}
+	}
+	return out, nil
+}
+
+// TestCompleterSecondWriteWaitsForAQuarterBatchOfKeyedOutcomes: while a
+// write is in flight, outcomes of keyed tasks get a second write only once
+// a quarter of a batch of them wait (here 2 of 8), and others wait for the
+// write in flight. The channel is unbuffered, so each enqueue returns once
+// the loop holds the outcome: a write started for fewer is seen as a call
+// of that size.
+func TestCompleterSecondWriteWaitsForAQuarterBatchOfKeyedOutcomes(t *testing.T) {
+	t.Parallel()
+	f := &blockingFinisher{calls: make(chan int, 8), release: make(chan struct{})}
+	logger, _ := logtest.New(t)
+	sig := &testSignals{}
+	sig.holding.init()
+	c := newCompleter(newBaseService(logger, clockwork.NewFakeClock(), "completer"), dockettype.PoolOnline, f,
+		newLeaseRegistry(), newWaiters(), metrics.New(), newDrainSignal(),
+		completerConfig{Batch: 8, QueryTimeout: time.Minute, FlushFor: time.Second}, sig)
+	c.in = make(chan *finishRequest)
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	t.Cleanup(func() { close(f.release) }) // first: a failed test's writes end
+	n := 0
+	outcome := func(keyed bool) *finishRequest {
+		n++
+		return &finishRequest{keyed: keyed, item: store.FinishItem{Kind: store.FinishSucceed,
+			Lease: store.Lease{TaskID: fmt.Sprint("t", n), Epoch: 1}}}
+	}
+	enqueue := func(keyed bool) {
+		t.Helper()
+		if !c.enqueue(outcome(keyed)) {
+			t.Fatal("the completer refused an outcome")
+		}
+	}
+	// holds waits for the loop to wait again, and says how many it holds.
+	// The loop waits once after each outcome it takes in and after each
+	// write's end, and the test takes each signal in turn.
+	holds := func(want int, why string) {
+		t.Helper()
+		if got := await(t, "the completer to wait", sig.holding.ch); got != want {
+			t.Fatalf("%s: the loop holds %d outcomes, want %d", why, got, want)
+		}
+	}
+	call := func(want int, why string) {
+		t.Helper()
+		if got := await(t, "write", f.calls); got != want {
+			t.Fatalf("%s: a write of %d outcomes, want %d", why, got, want)
+		}
+	}
+	holds(0, "at the start")
+	enqueue(true)
+	call(1, "the first keyed outcome")
+	holds(0, "the first write under way")
+	enqueue(true)
+	holds(1, "one keyed outcome beside the write in flight (not worth a write)")
+	enqueue(true)
+	call(2, "two keyed outcomes, a quarter of the batch")
+	holds(0, "two writes under way")
+	for i := range 3 {
+		enqueue(false)
+		holds(i+1, "two writes in flight")
+	}
+	f.release <- struct{}{}
+	holds(3, "unkeyed outcomes beside a write in flight")
+	f.release <- struct{}{}
+	call(3, "every write ended")
+	holds(0, "a write under way")
+	enqueue(false)
+	holds(1, "an unkeyed outcome beside the write in flight")
+	enqueue(false)
+	holds(2, "unkeyed outcomes beside the write in flight (never a second write)")
+	f.release <- struct{}{}
+	call(2, "the write in flight ended")
 }

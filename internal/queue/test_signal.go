@@ -37,6 +37,7 @@ type testSignals struct {
 	retrying   testSignal[dockettype.Pool] // a completer is waiting to retry a failed write; its timer is armed
 	flushing   testSignal[time.Duration]   // a stopping completer is waiting D to retry what the store refused; its timer is armed
 	outcome    testSignal[outcome]         // a completer is done with an outcome
+	holding    testSignal[int]             // a completer's loop waits for outcomes or a write's end, holding N unwritten
 	workerDone testSignal[string]          // a worker returned and handed over its outcome (task ID)
 	grace      testSignal[shutdownTimer]   // a pool's Stop armed its grace timer
 	abandon    testSignal[shutdownTimer]   // a pool's Stop armed its abandon timer
