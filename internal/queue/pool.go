@@ -216,8 +216,11 @@ func (p *pool) run(ctx context.Context) {
 		p.mu.Lock()
 		p.drained = !outcome.More && outcome.RetryAt.IsZero()
 		p.mu.Unlock()
-		if outcome.More {
-			continue // there may be more ready work
+		if len(claimed) == limit {
+			// There may be more ready work. (Not on More alone: ready
+			// counts above what a claim could take, rows another
+			// transaction holds, would spin the loop until it commits.)
+			continue
 		}
 		if !outcome.RetryAt.IsZero() {
 			// A rate limit held tasks back: try again when it has
