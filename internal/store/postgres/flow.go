@@ -268,7 +268,8 @@ func countSlots(counts map[engine.KeyRef]int, moved []engine.Moved, started []*s
 // the IDs would cost a descent of the primary key each, and a join on
 // them was planned as a nested loop comparing every row with every other
 // (half a million comparisons for a finish of 700 keyed tasks). The
-// answer is a row per task, started (s) or given its slot (h).
+// answer is a row per task, started (s, with its record and input) or
+// given its slot (h, from its live row: see heldCols).
 const promoteWaitingSQL = `WITH r AS (
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS r (tenant, workflow, key, room)
 	), w AS MATERIALIZED (
@@ -304,8 +305,16 @@ const promoteWaitingSQL = `WITH r AS (
 	SELECT ` + claimCols + `, t.input, NOT t.trace_sampled, true, q.queue, q.run_after IS NULL FROM s q
 	CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t
 	UNION ALL
-	SELECT ` + claimCols + `, NULL::bytea, NOT t.trace_sampled, false, q.queue, q.run_after IS NULL FROM h q
-	CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.id = q.id OFFSET 0) t`
+	SELECT ` + heldCols + `, NULL, false, false, q.queue, q.run_after IS NULL FROM h q`
+
+// heldCols fills claimCols' places for a task a release gave its key's slot
+// without starting it, from its live row alone: the release reports only
+// its ID, tenant, workflow, key, queue and readiness (engine.Moved), so the
+// columns that only the task's record holds (author, run_at, trace and
+// configuration) are left empty rather than read.
+const heldCols = `q.id, q.tenant, '', q.workflow, split_part(q.queue, '/', 1), q.state, q.priority, q.attempt,
+	q.max_attempts, q.lease_epoch, q.deadline_at, q.created_at, NULL::timestamptz, q.started_at, NULL::timestamptz,
+	'', '', NULL::bytea, q.error_code, q.error_message, q.deps_pending, q.concurrency_key, q.run_after`
 
 // promoteWaiting gives each key's room to its first waiting tasks, and
 // starts up to start.Limit of those ready in start.Queue when start is set,
