@@ -253,6 +253,13 @@ func BenchmarkFlowConcurrencyKeys(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(most), "max-running-per-key")
+				handedOff := 0.0
+				for _, s := range svcs {
+					handedOff += testutil.ToFloat64(s.metrics.HandOffs.WithLabelValues(string(dockettype.PoolOnline)))
+				}
+				// The share of starts that a finish's hand-off made (the
+				// rest went through the claims).
+				b.ReportMetric(handedOff/tasks, "handed-off/task")
 				if keyed {
 					run, gap := keyTimeline(readFlowEvents(b, url, schema))
 					b.ReportMetric(run, "ms-start-to-end-p50")

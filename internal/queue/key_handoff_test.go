@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/store"
 )
 
 // keyedRun records the order a keyed workflow's tasks start in.
@@ -104,5 +105,44 @@ func TestNoHandOffWhileOtherWorkWaits(t *testing.T) {
 	// The key's tasks did not run back to back ahead of the backlog.
 	if got := k.ran(); strings.HasPrefix(got, "[0 1 2") {
 		t.Errorf("ran %v: the key's chain ran ahead of the other tenant", got)
+	}
+}
+
+// heldElsewhereStore answers every claim that took fewer tasks than its
+// limit with More, as when the ready counts it read include tasks that
+// another transaction holds (another node's claim, a cancel).
+type heldElsewhereStore struct{ store.Store }
+
+func (s heldElsewhereStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
+	claimed, err := s.Store.Claim(ctx, p)
+	if err == nil && p.Outcome != nil && len(claimed) < p.Limit {
+		p.Outcome.More = true
+	}
+	return claimed, err
+}
+
+func (s heldElsewhereStore) Fork(name string, opts store.ForkOptions) (store.Store, error) {
+	f, err := s.Store.Fork(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return heldElsewhereStore{f}, nil
+}
+
+// Ready work that a claim did not take below its limit is held by other
+// transactions, which this pool's workers could not have run: the pool
+// still hands freed key slots on. (Withholding them there kept a
+// three-node keyed drain going through the claims, half as fast.)
+func TestHandOffWhenReadyWorkLeftIsHeldElsewhere(t *testing.T) {
+	h := newHarness(t, func(h *harness, _ *Config) { h.st = heldElsewhereStore{h.st} })
+	k := &keyedRun{}
+	h.rt.register("test.keyed", dockettype.PoolOnline, k.workflow)
+	tasks := submitKeyed(h, 4, "customer-1")
+	h.start()
+	for _, task := range tasks {
+		h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
+	}
+	if got := testutil.ToFloat64(h.svc.metrics.HandOffs.WithLabelValues(string(dockettype.PoolOnline))); got != 3 {
+		t.Errorf("hand-offs = %v, want 3 (every task after the first)", got)
 	}
 }

@@ -214,7 +214,11 @@ func (p *pool) run(ctx context.Context) {
 		}
 		p.queueWaits(claimed, claimedAt)
 		p.mu.Lock()
-		p.drained = !outcome.More && outcome.RetryAt.IsZero()
+		// Drained unless the claim stopped at its limit with ready work
+		// left: ready work it did not take below its limit is held by
+		// other transactions (another node's claim, a cancel), which
+		// this pool's workers could not have run anyway.
+		p.drained = (len(claimed) < limit || !outcome.More) && outcome.RetryAt.IsZero()
 		p.mu.Unlock()
 		if len(claimed) == limit {
 			// There may be more ready work. (Not on More alone: ready
@@ -287,9 +291,9 @@ func (p *pool) startTask(c *store.ClaimedTask) {
 
 // reserve holds up to n free worker slots for a completer's hand-off
 // (store.HandOff) and returns how many it holds. It holds none while the
-// pool's last claim found more ready work than it took: then the tasks a
-// finish frees go through the claims, which share workers fairly between
-// tenants, rather than straight to this node's workers.
+// pool's last claim stopped at its limit with ready work left: then the
+// tasks a finish frees go through the claims, which share workers fairly
+// between tenants, rather than straight to this node's workers.
 func (p *pool) reserve(n int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
