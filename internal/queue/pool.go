@@ -209,17 +209,19 @@ func (p *pool) run(ctx context.Context) {
 			p.wait(ctx)
 			continue
 		}
+		// Drained unless the claim stopped at its limit with ready work
+		// left: ready work it did not take below its limit is held by
+		// other transactions (another node's claim, a cancel), which
+		// this pool's workers could not have run anyway. Set before the
+		// tasks start: the first of them to finish may hand its key's
+		// slot on.
+		p.mu.Lock()
+		p.drained = (len(claimed) < limit || !outcome.More) && outcome.RetryAt.IsZero()
+		p.mu.Unlock()
 		for _, c := range claimed {
 			p.startTask(c)
 		}
 		p.queueWaits(claimed, claimedAt)
-		p.mu.Lock()
-		// Drained unless the claim stopped at its limit with ready work
-		// left: ready work it did not take below its limit is held by
-		// other transactions (another node's claim, a cancel), which
-		// this pool's workers could not have run anyway.
-		p.drained = (len(claimed) < limit || !outcome.More) && outcome.RetryAt.IsZero()
-		p.mu.Unlock()
 		if len(claimed) == limit {
 			// There may be more ready work. (Not on More alone: ready
 			// counts above what a claim could take, rows another
