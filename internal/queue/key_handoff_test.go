@@ -51,12 +51,10 @@ func submitKeyed(h *harness, n int, key string) []*dockettype.Task {
 	return tasks
 }
 
-// A finish that frees a key's slot starts the key's next task on this
-// node's free workers in the same transaction (store.HandOff), one at a
-// after another in admission order; the fallback poll (an hour on the fake
-// clock) never runs.
-func TestFinishStartsTheKeysNextTaskOnThisNode(t *testing.T) {
-	h := newHarness(t)
+// runChainOfFour runs four tasks of one key to success and checks that
+// every task after the first was started by a hand-off.
+func runChainOfFour(t *testing.T, opts ...harnessOption) *keyedRun {
+	h := newHarness(t, opts...)
 	k := &keyedRun{}
 	h.rt.register("test.keyed", dockettype.PoolOnline, k.workflow)
 	tasks := submitKeyed(h, 4, "customer-1")
@@ -67,6 +65,15 @@ func TestFinishStartsTheKeysNextTaskOnThisNode(t *testing.T) {
 	if got := testutil.ToFloat64(h.svc.metrics.HandOffs.WithLabelValues(string(dockettype.PoolOnline))); got != 3 {
 		t.Errorf("hand-offs = %v, want 3 (every task after the first)", got)
 	}
+	return k
+}
+
+// A finish that frees a key's slot starts the key's next task on this
+// node's free workers in the same transaction (store.HandOff), one at a
+// after another in admission order; the fallback poll (an hour on the fake
+// clock) never runs.
+func TestFinishStartsTheKeysNextTaskOnThisNode(t *testing.T) {
+	k := runChainOfFour(t)
 	if got := k.ran(); got != "[0 1 2 3]" {
 		t.Errorf("ran %v, want [0 1 2 3]", got)
 	}
@@ -134,15 +141,5 @@ func (s heldElsewhereStore) Fork(name string, opts store.ForkOptions) (store.Sto
 // still hands freed key slots on. (Withholding them there kept a
 // three-node keyed drain going through the claims, half as fast.)
 func TestHandOffWhenReadyWorkLeftIsHeldElsewhere(t *testing.T) {
-	h := newHarness(t, func(h *harness, _ *Config) { h.st = heldElsewhereStore{h.st} })
-	k := &keyedRun{}
-	h.rt.register("test.keyed", dockettype.PoolOnline, k.workflow)
-	tasks := submitKeyed(h, 4, "customer-1")
-	h.start()
-	for _, task := range tasks {
-		h.waitTerminal(alice, task.ID, dockettype.StateSucceeded)
-	}
-	if got := testutil.ToFloat64(h.svc.metrics.HandOffs.WithLabelValues(string(dockettype.PoolOnline))); got != 3 {
-		t.Errorf("hand-offs = %v, want 3 (every task after the first)", got)
-	}
+	runChainOfFour(t, func(h *harness, _ *Config) { h.st = heldElsewhereStore{h.st} })
 }
