@@ -300,13 +300,18 @@ type finishHook func(ctx context.Context, fork string, items []store.FinishItem)
 // evidenceHook decides an AppendEvidence call like a finishHook.
 type evidenceHook func(ctx context.Context, lease store.Lease) error
 
-// hookedStore wraps a store (and every fork of it) with hooks on Finish and
-// AppendEvidence: a fault store that can look at what is written.
+// claimHook sees each Claim call's answer (the outcome in p included)
+// before the pool does, and may change the outcome.
+type claimHook func(p *store.ClaimParams, claimed []*store.ClaimedTask)
+
+// hookedStore wraps a store (and every fork of it) with hooks on Finish,
+// AppendEvidence and Claim: a fault store that can look at what is written.
 type hookedStore struct {
 	store.Store
 	fork     string
 	finish   finishHook   // nil: none
 	evidence evidenceHook // nil: none
+	claim    claimHook    // nil: none
 }
 
 var _ store.Store = (*hookedStore)(nil)
@@ -329,18 +334,33 @@ func (s *hookedStore) AppendEvidence(ctx context.Context, p *store.AppendEvidenc
 	return s.Store.AppendEvidence(ctx, p)
 }
 
+func (s *hookedStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
+	claimed, err := s.Store.Claim(ctx, p)
+	if err == nil && s.claim != nil {
+		s.claim(p, claimed)
+	}
+	return claimed, err
+}
+
 func (s *hookedStore) Fork(name string, opts store.ForkOptions) (store.Store, error) {
 	f, err := s.Store.Fork(name, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &hookedStore{Store: f, fork: name, finish: s.finish, evidence: s.evidence}, nil
+	return &hookedStore{Store: f, fork: name, finish: s.finish, evidence: s.evidence, claim: s.claim}, nil
 }
 
 // withFinishHook makes the service's Finish calls go through hook.
 func withFinishHook(hook finishHook) harnessOption {
 	return func(h *harness, _ *Config) {
 		h.st = &hookedStore{Store: h.st, fork: "api", finish: hook}
+	}
+}
+
+// withClaimHook makes the service's Claim calls go through hook.
+func withClaimHook(hook claimHook) harnessOption {
+	return func(h *harness, _ *Config) {
+		h.st = &hookedStore{Store: h.st, fork: "api", claim: hook}
 	}
 }
 

@@ -115,31 +115,16 @@ func TestNoHandOffWhileOtherWorkWaits(t *testing.T) {
 	}
 }
 
-// heldElsewhereStore answers every claim that took fewer tasks than its
-// limit with More, as when the ready counts it read include tasks that
-// another transaction holds (another node's claim, a cancel).
-type heldElsewhereStore struct{ store.Store }
-
-func (s heldElsewhereStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.ClaimedTask, error) {
-	claimed, err := s.Store.Claim(ctx, p)
-	if err == nil && p.Outcome != nil && len(claimed) < p.Limit {
-		p.Outcome.More = true
-	}
-	return claimed, err
-}
-
-func (s heldElsewhereStore) Fork(name string, opts store.ForkOptions) (store.Store, error) {
-	f, err := s.Store.Fork(name, opts)
-	if err != nil {
-		return nil, err
-	}
-	return heldElsewhereStore{f}, nil
-}
-
 // Ready work that a claim did not take below its limit is held by other
 // transactions, which this pool's workers could not have run: the pool
 // still hands freed key slots on. (Withholding them there kept a
 // three-node keyed drain going through the claims, half as fast.)
 func TestHandOffWhenReadyWorkLeftIsHeldElsewhere(t *testing.T) {
-	runChainOfFour(t, func(h *harness, _ *Config) { h.st = heldElsewhereStore{h.st} })
+	// Every claim that took fewer tasks than its limit says More, as when
+	// the ready counts it read include tasks another transaction holds.
+	runChainOfFour(t, withClaimHook(func(p *store.ClaimParams, claimed []*store.ClaimedTask) {
+		if p.Outcome != nil && len(claimed) < p.Limit {
+			p.Outcome.More = true
+		}
+	}))
 }
