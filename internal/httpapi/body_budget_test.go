@@ -146,3 +146,35 @@ func TestDeclaredOversizeBodyIsRefusedUnread(t *testing.T) {
 		t.Fatalf("%v bytes reserved", n)
 	}
 }
+
+// A client still writing a body the server refused early reads the answer,
+// not a reset connection: the server lingers, reading and discarding the
+// rest, before it closes. The bodies here are far larger than what the
+// sockets buffer, so that a server closing at once resets the connection
+// while the client writes (TestSubmitBatchRefusedWhole saw it now and then
+// with a 130 KiB body).
+func TestEarlyAnswerReachesAClientStillSendingItsBody(t *testing.T) {
+	t.Parallel()
+	s := httpapitest.New(t, httpapitest.Options{Queue: queuedOnly, API: httpapi.Options{MaxBodyBytes: 1 << 10}})
+	big := `{"workflow":"demo.echo","input":"` + strings.Repeat("x", 900<<10) + `"}`
+	for i := range 10 {
+		// Declared too large (refused unread), then of unknown length
+		// (refused once the limit is read).
+		submit(t, s.URL, s.Key, fmt.Sprint("declared-", i), big).wantError(t, http.StatusRequestEntityTooLarge, dockettype.CodePayloadTooLarge)
+		req, err := http.NewRequest(http.MethodPost, s.URL+"/v1/tasks", io.MultiReader(strings.NewReader(big)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+s.Key)
+		req.Header.Set("Idempotency-Key", fmt.Sprint("chunked-", i))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("a body of unknown length: %v", err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("a body of unknown length: status %d, want 413", res.StatusCode)
+		}
+	}
+}

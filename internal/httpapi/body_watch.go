@@ -3,6 +3,7 @@ package httpapi
 import (
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,19 +74,44 @@ func (b *bodyWatch) end(complete bool) {
 	}
 }
 
+// Lingering after an early answer: how long, and how much of the rest of
+// the body, the server reads and discards before it closes the connection.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 1 << 20
+)
+
 // stop ends the timer when the handler returns. When the body was not read
-// to its end, it also fails the connection's reads: after the handler,
-// net/http reads up to 256 KiB of an unread body, at the client's pace and
-// whatever the answer's Connection header says, to reuse the connection.
-// The answer is written by then; the connection is closed instead.
-func (b *bodyWatch) stop() {
+// to its end, the answer was given early (an error such as 413, or a body
+// refused unread): stop sends it, then lingers, reading and discarding what
+// the client still sends for at most lingerTime and lingerBytes, and then
+// fails the connection's reads so that it is closed. Closing at once would
+// reset a connection the client is still writing its body to, and a client
+// that sees the failed write before the answer (Go's net/http does) gets a
+// broken pipe instead of the 413. Left alone, net/http would read up to 256
+// KiB of the body at the client's pace, with no bound on time, to reuse the
+// connection; the answer says "Connection: close" instead.
+//
+// No lingering when the body was cut off (a trickling client) or when the
+// client waits for "100 Continue" before sending it.
+func (b *bodyWatch) stop(r *http.Request) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.ended = true
 	b.timer.Stop()
-	if !b.complete {
-		_ = b.rc.SetReadDeadline(pastDeadline)
+	linger := !b.complete && !b.cut && !strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+	complete := b.complete
+	b.mu.Unlock()
+	if complete {
+		return
 	}
+	if linger && b.rc.Flush() == nil {
+		// A connection deadline is the kernel's clock, not the server's
+		// (injected) one.
+		if b.rc.SetReadDeadline(time.Now().Add(lingerTime)) == nil {
+			_, _ = io.CopyN(io.Discard, b.ReadCloser, lingerBytes)
+		}
+	}
+	_ = b.rc.SetReadDeadline(pastDeadline)
 }
 
 // read reports whether the body was read to its end.

@@ -105,7 +105,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		r = r.WithContext(context.WithValue(ctx, infoKey{}, info))
 		if r.Body != nil && r.Body != http.NoBody {
 			sw.body = s.watchBody(w, r)
-			defer sw.body.stop()
+			defer sw.body.stop(r)
 			r.Body, info.body = sw.body, sw.body
 		}
 		defer func() { s.bodies.release(info.bodyBytes) }()
