@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/metrics"
 	"github.com/docket-dev/docket/internal/store"
@@ -65,14 +67,18 @@ func newWorker(base baseService, pool dockettype.Pool, rt Runtime, ev runStore, 
 func (w *worker) start(parent context.Context, c *store.ClaimedTask) func() {
 	ctx, cancel := context.WithCancelCause(parent)
 	w.leases.add(c.Lease(), cancel)
+	// The attempt's span starts here, on the claiming goroutine: on the
+	// worker's, whose stack the collector shrinks while it idles, the
+	// SDK's calls would grow it again, copying it, for every task.
+	spanCtx, span := w.spans.startRun(ctx, c)
 	return func() {
 		defer cancel(nil)
-		w.work(ctx, cancel, c)
+		w.work(ctx, spanCtx, span, cancel, c)
 	}
 }
 
 // work runs one attempt and hands its outcome to the completer.
-func (w *worker) work(runCtx context.Context, cancel context.CancelCauseFunc, c *store.ClaimedTask) {
+func (w *worker) work(runCtx, spanCtx context.Context, span trace.Span, cancel context.CancelCauseFunc, c *store.ClaimedTask) {
 	lease := c.Lease()
 	task := c.Task
 	defer w.done.signal(task.ID)
@@ -81,7 +87,6 @@ func (w *worker) work(runCtx context.Context, cancel context.CancelCauseFunc, c 
 	// context blocks in Err until done.)
 	timer := w.clock.AfterFunc(task.DeadlineAt.Sub(w.clock.Now()), func() { cancel(errTimedOut) })
 	defer timer.Stop()
-	spanCtx, span := w.spans.startRun(runCtx, c)
 	result, err := w.invoke(spanCtx, c)
 
 	req := &finishRequest{item: store.FinishItem{Lease: lease}, workflow: task.Workflow, traceID: task.TraceID, tenant: task.Tenant,
