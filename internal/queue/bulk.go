@@ -141,6 +141,44 @@ func (s *Service) DeadLetters(ctx context.Context, p dockettype.Principal, asAdm
 	return groups, nil
 }
 
+// cancelMatched cancels a batch's live tasks in one store call, then does
+// for each task cancelled what a single cancel does: counts it, stops its
+// worker on this node, wakes its long polls. A task terminal by then, or
+// gone, is skipped.
+func (s *Service) cancelMatched(ctx context.Context, st bulkActor, tasks []store.MatchedTask) (bulkCounts, error) {
+	var c bulkCounts
+	items := make([]store.CancelItem, 0, len(tasks))
+	for _, t := range tasks {
+		if t.State.Terminal() {
+			c.skipped++
+			continue
+		}
+		items = append(items, store.CancelItem{Tenant: t.Tenant, TaskID: t.TaskID})
+	}
+	if len(items) == 0 {
+		return c, nil
+	}
+	qctx, cancel := s.query(ctx)
+	res, err := st.CancelBatch(qctx, &store.CancelBatchParams{Now: s.clock.Now(), Items: items})
+	cancel()
+	if err != nil {
+		return c, s.storeFailure(ctx, "cancel", err)
+	}
+	for i, r := range res {
+		if !r.Changed {
+			c.skipped++
+			continue
+		}
+		c.done++
+		s.metrics.TerminalOutcomes.WithLabelValues(string(r.Pool), string(dockettype.StateCancelled)).Inc()
+		if r.From == dockettype.StateRunning {
+			s.leases.stop(r.Previous, errCancelled)
+		}
+		s.waiters.notify(items[i].TaskID)
+	}
+	return c, nil
+}
+
 // bulkCounts is what one batch of a bulk job did.
 type bulkCounts struct{ done, skipped, failed int }
 
@@ -180,23 +218,7 @@ func (s *Service) applyBulk(ctx context.Context, st bulkActor, job *store.BulkJo
 			}
 		}
 	case store.BulkCancel:
-		for _, t := range tasks {
-			if t.State.Terminal() {
-				c.skipped++
-				continue
-			}
-			res, err := s.cancelTask(ctx, st, t.Tenant, t.TaskID)
-			switch {
-			case dockettype.CodeOf(err) == dockettype.CodeNotFound:
-				c.skipped++
-			case err != nil:
-				return c, err
-			case res.Changed:
-				c.done++
-			default:
-				c.skipped++
-			}
-		}
+		return s.cancelMatched(ctx, st, tasks)
 	case store.BulkDelete:
 		ids := make([]string, 0, len(tasks))
 		for _, t := range tasks {

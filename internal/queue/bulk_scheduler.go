@@ -12,7 +12,7 @@ import (
 // bulkActor is the store calls a bulk job's actions make.
 type bulkActor interface {
 	retrier
-	Cancel(ctx context.Context, params *store.CancelParams) (*store.CancelResult, error)
+	CancelBatch(ctx context.Context, params *store.CancelBatchParams) ([]store.CancelBatchResult, error)
 	DeleteTasks(ctx context.Context, params *store.DeleteTasksParams) ([]string, error)
 }
 

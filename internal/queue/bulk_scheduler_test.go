@@ -252,3 +252,58 @@ func TestBulkCancelStopsJob(t *testing.T) {
 	}
 	gate.open()
 }
+
+// A bulk cancel's batch is one store call; each task it cancelled is then
+// treated as a single cancel treats it: a running one's worker stopped,
+// counted as done; a terminal one skipped.
+func TestBulkCancelStopsRunningAndQueued(t *testing.T) {
+	h := newHarness(t, withBulkClock(time.Second))
+	ticked := &h.svc.signals.bulk.ticked
+	ticked.init()
+	gate := h.gate()
+	started, stopped := make(chan struct{}, 4), make(chan struct{}, 4)
+	h.rt.register("test.block", dockettype.PoolOffline, func(ctx context.Context, _ *Invocation) (json.RawMessage, error) {
+		started <- struct{}{}
+		select {
+		case <-gate.C:
+			return json.RawMessage(`1`), nil
+		case <-ctx.Done():
+			stopped <- struct{}{}
+			return nil, ctx.Err()
+		}
+	})
+	h.start()
+	await(t, "bulk tick", ticked.ch)
+	ok := h.submit(alice, "ok", "test.echo", `1`)
+	h.waitTerminal(alice, ok.ID, dockettype.StateSucceeded)
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, h.submit(alice, fmt.Sprint("b", i), "test.block", `1`).ID)
+	}
+	// The offline pool's two workers hold two; two stay queued.
+	await(t, "task start", started)
+	await(t, "task start", started)
+
+	job, err := h.svc.StartBulk(context.Background(), alice, false, &BulkRequest{Action: "cancel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Second)
+	await(t, "bulk tick", ticked.ch) // one batch: fewer tasks than a batch holds
+	got, err := h.svc.GetBulk(context.Background(), alice, false, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != store.BulkDone || got.Matched != 5 || got.Done != 4 || got.Skipped != 1 || got.Failed != 0 {
+		t.Errorf("job %+v, want done: 5 matched, 4 cancelled, the succeeded one skipped", got)
+	}
+	for _, id := range ids {
+		h.waitTerminal(alice, id, dockettype.StateCancelled)
+	}
+	// The two running ones were stopped by the cancel, on this node.
+	await(t, "worker stop", stopped)
+	await(t, "worker stop", stopped)
+	if n := len(started); n != 0 {
+		t.Errorf("%d cancelled tasks started after the cancel", n)
+	}
+}

@@ -117,6 +117,11 @@ type Canceller interface {
 	// change. A terminal task is returned unchanged with Changed false.
 	// Another tenant's task is ErrNotFound.
 	Cancel(ctx context.Context, params *CancelParams) (*CancelResult, error)
+	// CancelBatch cancels each item's task as Cancel does, all in one
+	// transaction (a bulk cancel's batch), and answers each item in
+	// order. A task of another tenant than the item's, or none, is
+	// NotFound; a terminal one is unchanged.
+	CancelBatch(ctx context.Context, params *CancelBatchParams) ([]CancelBatchResult, error)
 }
 
 // Reader reads tasks and their history. Every read is scoped to a tenant;
@@ -515,6 +520,27 @@ type CancelParams struct {
 	Now    time.Time
 	Tenant string
 	TaskID string
+}
+
+// CancelBatchParams cancels tasks, each of its item's tenant.
+type CancelBatchParams struct {
+	Now   time.Time
+	Items []CancelItem
+}
+
+// CancelItem names one task to cancel.
+type CancelItem struct {
+	Tenant string
+	TaskID string
+}
+
+// CancelBatchResult is what a batch cancel did to one item's task.
+type CancelBatchResult struct {
+	NotFound bool
+	Changed  bool
+	From     dockettype.State // the state before the change
+	Previous Lease            // the lease the task had before the change (when Changed)
+	Pool     dockettype.Pool  // the task's pool (when Changed)
 }
 
 // CancelResult is the task after a cancel.

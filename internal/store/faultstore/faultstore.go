@@ -188,6 +188,13 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Cance
 	return s.inner.Cancel(ctx, p)
 }
 
+func (s *Store) CancelBatch(ctx context.Context, p *store.CancelBatchParams) ([]store.CancelBatchResult, error) {
+	if err := s.before(ctx, "cancel"); err != nil {
+		return nil, err
+	}
+	return s.inner.CancelBatch(ctx, p)
+}
+
 func (s *Store) GetTask(ctx context.Context, p *store.GetTaskParams) (*dockettype.Task, error) {
 	if err := s.before(ctx, "get_task"); err != nil {
 		return nil, err

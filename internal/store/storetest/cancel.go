@@ -120,4 +120,67 @@ func (su suite) testCancel(t *testing.T) {
 		_, err := s.Cancel(t.Context(), &store.CancelParams{Now: at(0), Tenant: tenantA, TaskID: newID()})
 		wantErrIs(t, "Cancel of an unknown task", err, store.ErrNotFound)
 	})
+
+	// A batch cancel does to each task what Cancel does, in one
+	// transaction: queued and running tasks cancelled (the running one's
+	// lease fenced), a terminal one unchanged, another tenant's and an
+	// unknown one not found, a dependent settled with its dependency (and
+	// itself in the batch: cancelled once), every unit released once.
+	su.run(t, "Batch", func(t *testing.T, s store.Store) {
+		running := admitClaimed(t, s, at(0), newItem(tenantA))
+		done := admitClaimed(t, s, at(ms), newItem(tenantA))
+		finishOne(t, s, at(2*ms), succeed(done.Lease()), true)
+		queued := admitOne(t, s, at(3*ms), newItem(tenantA))
+		theirs := admitOne(t, s, at(4*ms), newItem(tenantB))
+		parent := admitOne(t, s, at(5*ms), newItem(tenantA))
+		child := admitOne(t, s, at(6*ms), dependsOn(tenantA, parent.ID))
+		grandchild := admitOne(t, s, at(7*ms), dependsOn(tenantA, child.ID))
+		wantUsage(t, s, dockettype.PoolOnline, 6, tenantA, 5)
+
+		now := at(time.Second)
+		items := []store.CancelItem{
+			{Tenant: tenantA, TaskID: grandchild.ID}, {Tenant: tenantA, TaskID: queued.ID},
+			{Tenant: tenantA, TaskID: running.Task.ID}, {Tenant: tenantA, TaskID: done.Task.ID},
+			{Tenant: tenantA, TaskID: theirs.ID}, {Tenant: tenantA, TaskID: newID()},
+			{Tenant: tenantA, TaskID: parent.ID},
+		}
+		res, err := s.CancelBatch(t.Context(), &store.CancelBatchParams{Now: now, Items: items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []store.CancelBatchResult{
+			{Changed: true, From: dockettype.StateQueued, Previous: store.Lease{TaskID: grandchild.ID}, Pool: dockettype.PoolOnline},
+			{Changed: true, From: dockettype.StateQueued, Previous: store.Lease{TaskID: queued.ID}, Pool: dockettype.PoolOnline},
+			{Changed: true, From: dockettype.StateRunning, Previous: running.Lease(), Pool: dockettype.PoolOnline},
+			{From: dockettype.StateSucceeded},
+			{NotFound: true},
+			{NotFound: true},
+			{Changed: true, From: dockettype.StateQueued, Previous: store.Lease{TaskID: parent.ID}, Pool: dockettype.PoolOnline},
+		}
+		if len(res) != len(want) {
+			t.Fatalf("%d results, want %d", len(res), len(want))
+		}
+		for i := range want {
+			if res[i] != want[i] {
+				t.Errorf("item %d: %+v, want %+v", i, res[i], want[i])
+			}
+		}
+		for _, id := range []string{queued.ID, parent.ID, grandchild.ID} {
+			wantState(t, getTask(t, s, tenantA, id), dockettype.StateCancelled, 1)
+			lastEvent(t, s, tenantA, id, dockettype.StateQueued, dockettype.StateCancelled, 1)
+		}
+		wantState(t, getTask(t, s, tenantA, running.Task.ID), dockettype.StateCancelled, 2)
+		wantError(t, getTask(t, s, tenantA, child.ID), dockettype.StateCancelled, dockettype.CodeDependencyFailed)
+		wantState(t, getTask(t, s, tenantA, done.Task.ID), dockettype.StateSucceeded, 1)
+		wantState(t, getTask(t, s, tenantB, theirs.ID), dockettype.StateQueued, 0)
+		if r := finishOne(t, s, at(2*time.Second), succeed(running.Lease()), false); r.State != dockettype.StateCancelled {
+			t.Errorf("the running task's late finish: state %s, want cancelled", r.State)
+		}
+		// Released once each: only the other tenant's unit is held.
+		wantUsage(t, s, dockettype.PoolOnline, 1, tenantA, 0)
+
+		_, err = s.CancelBatch(t.Context(), &store.CancelBatchParams{Now: now,
+			Items: []store.CancelItem{{Tenant: tenantA, TaskID: queued.ID}, {Tenant: tenantA, TaskID: queued.ID}}})
+		wantErrIs(t, "a batch naming a task twice", err, store.ErrInvalid)
+	})
 }
