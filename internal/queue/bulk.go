@@ -164,17 +164,13 @@ func (s *Service) cancelMatched(ctx context.Context, st bulkActor, tasks []store
 	if err != nil {
 		return c, s.storeFailure(ctx, "cancel", err)
 	}
-	for i, r := range res {
+	for _, r := range res {
 		if !r.Changed {
 			c.skipped++
 			continue
 		}
 		c.done++
-		s.metrics.TerminalOutcomes.WithLabelValues(string(r.Pool), string(dockettype.StateCancelled)).Inc()
-		if r.From == dockettype.StateRunning {
-			s.leases.stop(r.Previous, errCancelled)
-		}
-		s.waiters.notify(items[i].TaskID)
+		s.cancelled(r.Pool, r.From, r.Previous)
 	}
 	return c, nil
 }

@@ -138,13 +138,19 @@ func (s *Service) cancelTask(ctx context.Context, st interface {
 		return nil, s.storeFailure(ctx, "cancel", err)
 	}
 	if res.Changed {
-		s.metrics.TerminalOutcomes.WithLabelValues(string(res.Task.Pool), string(dockettype.StateCancelled)).Inc()
-		if res.From == dockettype.StateRunning {
-			s.leases.stop(res.Previous, errCancelled)
-		}
-		s.waiters.notify(id)
+		s.cancelled(res.Task.Pool, res.From, res.Previous)
 	}
 	return res, nil
+}
+
+// cancelled does on this node what follows a task's cancel: counts it,
+// stops its worker if it ran here under previous, wakes its long polls.
+func (s *Service) cancelled(pool dockettype.Pool, from dockettype.State, previous store.Lease) {
+	s.metrics.TerminalOutcomes.WithLabelValues(string(pool), string(dockettype.StateCancelled)).Inc()
+	if from == dockettype.StateRunning {
+		s.leases.stop(previous, errCancelled)
+	}
+	s.waiters.notify(previous.TaskID)
 }
 
 // Events returns the task's history.

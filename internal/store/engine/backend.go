@@ -138,12 +138,12 @@ type transitionSteps interface {
 	LeaseAttempt(lease store.Lease) (attempt int, tenant string, ok bool, err error)
 	// InsertEvidence records evidence of an attempt.
 	InsertEvidence(lease store.Lease, attempt int, items []store.EvidenceItem, now time.Time) error
-	// LockLiveTask locks a tenant's live task for a cancel and reports its
-	// state and epoch; ok is false when the tenant has no such live task.
-	LockLiveTask(tenant, id string) (state dockettype.State, epoch int64, ok bool, err error)
-	// FinishedTask reports the state and epoch of a tenant's terminal
-	// task; ok is false when the tenant has no such terminal task.
-	FinishedTask(tenant, id string) (state dockettype.State, epoch int64, ok bool, err error)
+	// LockLiveTasks locks the live tasks among ids in ID order, for a
+	// cancel, and reports each one's tenant, state and epoch by ID.
+	LockLiveTasks(ids []string) (map[string]TaskState, error)
+	// FinishedTasks reports the tenant, state and epoch of the terminal
+	// tasks among ids, by ID.
+	FinishedTasks(ids []string) (map[string]TaskState, error)
 	// FinishedBefore returns up to limit terminal tasks that finished
 	// before the time, oldest first.
 	FinishedBefore(before time.Time, limit int) ([]string, error)
@@ -354,6 +354,13 @@ type End struct {
 	Result      []byte
 	DeadlineDue bool // only if the deadline has passed at now
 	LeaseDue    bool // only if the lease has expired at now
+}
+
+// TaskState is a task's tenant, state and epoch, as a cancel reads them.
+type TaskState struct {
+	Tenant string
+	State  dockettype.State
+	Epoch  int64
 }
 
 // Requeue moves a running task back to queued.

@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -135,40 +132,21 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Cance
 	var out *store.CancelResult
 	err := s.b.Write(ctx, "cancel", func(tx Tx) error {
 		out = nil
-		state, epoch, live, err := lockTask(tx, p.Tenant, p.TaskID)
+		found, err := cancelTasks(tx, []store.CancelItem{{Tenant: p.Tenant, TaskID: p.TaskID}}, p.Now)
 		if err != nil {
 			return err
 		}
-		res := &store.CancelResult{From: state, Previous: store.Lease{TaskID: p.TaskID, Epoch: epoch}}
-		if live {
-			moved, err := tx.End([]End{{TaskID: p.TaskID, Epoch: epoch, From: state, To: dockettype.StateCancelled,
-				BumpEpoch: true, Code: dockettype.CodeCancelled, Message: "cancelled by a client"}}, p.Now)
-			if err != nil {
-				return err
-			}
-			if len(moved) != 1 {
-				return fmt.Errorf("cancel: locked task changed: %w", store.ErrUnavailable)
-			}
-			c := newChanges()
-			c.ended(moved[0], dockettype.StateCancelled, dockettype.CodeCancelled)
-			if err := settleDependents(tx, c, endedOf(moved, func(Moved) dockettype.State { return dockettype.StateCancelled }), p.Now); err != nil {
-				return err
-			}
-			if err := c.flush(tx, p.Now); err != nil {
-				return err
-			}
-			res.Changed = true
+		o := found[0]
+		if !o.found {
+			return fmt.Errorf("cancel: %w", store.ErrNotFound)
 		}
+		res := &store.CancelResult{Changed: o.changed, From: o.from, Previous: store.Lease{TaskID: p.TaskID, Epoch: o.epoch}}
 		tasks, err := tx.ReadTasks([]string{p.TaskID})
 		if err != nil {
 			return err
 		}
 		if res.Task = tasks[p.TaskID]; res.Task == nil {
 			return fmt.Errorf("cancel: %w", store.ErrNotFound)
-		}
-		if !live {
-			res.From = res.Task.State
-			res.Previous.Epoch = res.Task.LeaseEpoch
 		}
 		out = res
 		return nil
@@ -180,8 +158,7 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Cance
 }
 
 // CancelBatch cancels each item's task as Cancel does, in one transaction;
-// see store.Canceller. The tasks are locked in ID order, and the counters,
-// dependents and key slots of all of them are settled once.
+// see store.Canceller.
 func (s *Store) CancelBatch(ctx context.Context, p *store.CancelBatchParams) ([]store.CancelBatchResult, error) {
 	seen := make(map[string]bool, len(p.Items))
 	for _, it := range p.Items {
@@ -193,56 +170,104 @@ func (s *Store) CancelBatch(ctx context.Context, p *store.CancelBatchParams) ([]
 		}
 		seen[it.TaskID] = true
 	}
-	order := make([]int, len(p.Items))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(p.Items[a].TaskID, p.Items[b].TaskID) })
 	var out []store.CancelBatchResult
 	err := s.b.Write(ctx, "cancel_batch", func(tx Tx) error {
-		out = make([]store.CancelBatchResult, len(p.Items))
-		var ends []End
-		at := map[string]int{} // a live task's item
-		for _, i := range order {
-			it := p.Items[i]
-			state, epoch, live, err := lockTask(tx, it.Tenant, it.TaskID)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				out[i].NotFound = true
-				continue
-			case err != nil:
-				return err
-			}
-			out[i] = store.CancelBatchResult{From: state}
-			if live {
-				at[it.TaskID] = i
-				out[i].Previous = store.Lease{TaskID: it.TaskID, Epoch: epoch}
-				ends = append(ends, End{TaskID: it.TaskID, Epoch: epoch, From: state, To: dockettype.StateCancelled,
-					BumpEpoch: true, Code: dockettype.CodeCancelled, Message: "cancelled by a client"})
-			}
-		}
-		if len(ends) == 0 {
-			return nil
-		}
-		moved, err := tx.End(ends, p.Now)
+		found, err := cancelTasks(tx, p.Items, p.Now)
 		if err != nil {
 			return err
 		}
-		if len(moved) != len(ends) {
-			return fmt.Errorf("cancel_batch: locked tasks changed: %w", store.ErrUnavailable)
+		out = make([]store.CancelBatchResult, len(found))
+		for i, o := range found {
+			switch {
+			case !o.found:
+				out[i].NotFound = true
+			case o.changed:
+				out[i] = store.CancelBatchResult{Changed: true, From: o.from, Pool: o.pool,
+					Previous: store.Lease{TaskID: p.Items[i].TaskID, Epoch: o.epoch}}
+			default:
+				out[i].From = o.from
+			}
 		}
-		c := newChanges()
-		for _, m := range moved {
-			c.ended(m, dockettype.StateCancelled, dockettype.CodeCancelled)
-			i := at[m.TaskID]
-			out[i].Changed, out[i].Pool = true, m.Queue.Pool()
-		}
-		if err := settleDependents(tx, c, endedOf(moved, func(Moved) dockettype.State { return dockettype.StateCancelled }), p.Now); err != nil {
-			return err
-		}
-		return c.flush(tx, p.Now)
+		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// cancelFound is what a cancel found of one task, and did to it.
+type cancelFound struct {
+	found   bool             // the item's tenant has the task
+	changed bool             // it was live, and is cancelled
+	from    dockettype.State // its state before
+	epoch   int64            // its epoch before
+	pool    dockettype.Pool  // when changed
+}
+
+// cancelTasks cancels the live tasks among items, each of its item's
+// tenant, and answers each item in order. The live tasks are locked in ID
+// order before their states are read; a terminal one needs no lock, its
+// result row never changes; another tenant's task is not found. The
+// counters, dependents and key slots of all of them are settled once.
+func cancelTasks(tx Tx, items []store.CancelItem, now time.Time) ([]cancelFound, error) {
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.TaskID
+	}
+	live, err := tx.LockLiveTasks(ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cancelFound, len(items))
+	var ends []End
+	var rest []string
+	at := map[string]int{} // a live task's item
+	for i, it := range items {
+		ts, ok := live[it.TaskID]
+		if !ok {
+			rest = append(rest, it.TaskID)
+			continue
+		}
+		if ts.Tenant != it.Tenant {
+			continue
+		}
+		out[i] = cancelFound{found: true, from: ts.State, epoch: ts.Epoch}
+		at[it.TaskID] = i
+		ends = append(ends, End{TaskID: it.TaskID, Epoch: ts.Epoch, From: ts.State, To: dockettype.StateCancelled,
+			BumpEpoch: true, Code: dockettype.CodeCancelled, Message: "cancelled by a client"})
+	}
+	if len(rest) > 0 {
+		done, err := tx.FinishedTasks(rest)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range items {
+			if ts, ok := done[it.TaskID]; ok && ts.Tenant == it.Tenant {
+				out[i] = cancelFound{found: true, from: ts.State, epoch: ts.Epoch}
+			}
+		}
+	}
+	if len(ends) == 0 {
+		return out, nil
+	}
+	moved, err := tx.End(ends, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(moved) != len(ends) {
+		return nil, fmt.Errorf("cancel: locked tasks changed: %w", store.ErrUnavailable)
+	}
+	c := newChanges()
+	for _, m := range moved {
+		c.ended(m, dockettype.StateCancelled, dockettype.CodeCancelled)
+		i := at[m.TaskID]
+		out[i].changed, out[i].pool = true, m.Queue.Pool()
+	}
+	if err := settleDependents(tx, c, endedOf(moved, func(Moved) dockettype.State { return dockettype.StateCancelled }), now); err != nil {
+		return nil, err
+	}
+	if err := c.flush(tx, now); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -273,19 +298,4 @@ func (s *Store) DeleteFinished(ctx context.Context, p *store.DeleteFinishedParam
 		return c.flush(tx, time.Time{})
 	})
 	return n, err
-}
-
-// lockTask locks a tenant's task for a cancel and reports its state and
-// epoch: a live task is locked (live true); a terminal one needs no lock,
-// its result row never changes; a task the tenant does not have is
-// store.ErrNotFound.
-func lockTask(tx Tx, tenant, id string) (state dockettype.State, epoch int64, live bool, err error) {
-	if state, epoch, ok, err := tx.LockLiveTask(tenant, id); err != nil || ok {
-		return state, epoch, ok, err
-	}
-	state, epoch, ok, err := tx.FinishedTask(tenant, id)
-	if err == nil && !ok {
-		err = store.ErrNotFound
-	}
-	return state, epoch, false, err
 }

@@ -632,24 +632,31 @@ func (t *txn) InsertEvidence(lease store.Lease, attempt int, items []store.Evide
 	return nil
 }
 
-// LockLiveTask locks a tenant's live task.
-func (t *txn) LockLiveTask(tenant, id string) (dockettype.State, int64, bool, error) {
-	return t.taskState("SELECT state, lease_epoch FROM task_queue WHERE id = $1 AND tenant = $2 FOR UPDATE", tenant, id)
+// LockLiveTasks locks the live tasks among ids in ID order.
+func (t *txn) LockLiveTasks(ids []string) (map[string]engine.TaskState, error) {
+	return t.taskStates("SELECT id, tenant, state, lease_epoch FROM task_queue WHERE id = ANY($1) ORDER BY id FOR UPDATE", ids)
 }
 
-// FinishedTask reads a tenant's terminal task.
-func (t *txn) FinishedTask(tenant, id string) (dockettype.State, int64, bool, error) {
-	return t.taskState("SELECT state, lease_epoch FROM task_results WHERE task_id = $1 AND tenant = $2", tenant, id)
+// FinishedTasks reads the terminal tasks among ids.
+func (t *txn) FinishedTasks(ids []string) (map[string]engine.TaskState, error) {
+	return t.taskStates("SELECT task_id, tenant, state, lease_epoch FROM task_results WHERE task_id = ANY($1)", ids)
 }
 
-func (t *txn) taskState(sql, tenant, id string) (dockettype.State, int64, bool, error) {
-	var state dockettype.State
-	var epoch int64
-	err := t.queryRow(sql, id, tenant).Scan(&state, &epoch)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, false, nil
+func (t *txn) taskStates(sql string, ids []string) (map[string]engine.TaskState, error) {
+	rows, err := t.query(sql, ids)
+	if err != nil {
+		return nil, err
 	}
-	return state, epoch, err == nil, err
+	out := make(map[string]engine.TaskState, len(ids))
+	var (
+		id string
+		ts engine.TaskState
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &ts.Tenant, &ts.State, &ts.Epoch}, func() error {
+		out[id] = ts
+		return nil
+	})
+	return out, err
 }
 
 // FinishedBefore finds tasks that finished before a time. It walks the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -498,24 +497,36 @@ func (t *txn) InsertEvidence(lease store.Lease, attempt int, items []store.Evide
 	return t.insertRows("INSERT INTO evidence (task_id, attempt, epoch, kind, body, created_at)", "", 6, rows)
 }
 
-// LockTask reads a tenant's live task, or its result.
-func (t *txn) LockLiveTask(tenant, id string) (dockettype.State, int64, bool, error) {
-	return t.taskState("SELECT state, lease_epoch FROM task_queue WHERE id = ? AND tenant = ?", tenant, id)
+// LockLiveTasks reads the live tasks among ids (the write transaction
+// holds the database: no row lock to take).
+func (t *txn) LockLiveTasks(ids []string) (map[string]engine.TaskState, error) {
+	return t.taskStates("SELECT id, tenant, state, lease_epoch FROM task_queue WHERE id IN (SELECT value FROM json_each(?1))", ids)
 }
 
-// FinishedTask reads a tenant's terminal task.
-func (t *txn) FinishedTask(tenant, id string) (dockettype.State, int64, bool, error) {
-	return t.taskState("SELECT state, lease_epoch FROM task_results WHERE task_id = ? AND tenant = ?", tenant, id)
+// FinishedTasks reads the terminal tasks among ids.
+func (t *txn) FinishedTasks(ids []string) (map[string]engine.TaskState, error) {
+	return t.taskStates("SELECT task_id, tenant, state, lease_epoch FROM task_results WHERE task_id IN (SELECT value FROM json_each(?1))", ids)
 }
 
-func (t *txn) taskState(query, tenant, id string) (dockettype.State, int64, bool, error) {
-	var state dockettype.State
-	var epoch int64
-	err := t.tx.QueryRowContext(t.ctx, query, id, tenant).Scan(&state, &epoch)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, false, nil
+func (t *txn) taskStates(query string, ids []string) (map[string]engine.TaskState, error) {
+	rows, err := t.tx.QueryContext(t.ctx, query, jsonArg(ids))
+	if err != nil {
+		return nil, err
 	}
-	return state, epoch, err == nil, err
+	type row struct {
+		id string
+		ts engine.TaskState
+	}
+	found, err := collect(rows, func(r *sql.Rows) (row, error) {
+		var x row
+		err := r.Scan(&x.id, &x.ts.Tenant, &x.ts.State, &x.ts.Epoch)
+		return x, err
+	})
+	out := make(map[string]engine.TaskState, len(found))
+	for _, x := range found {
+		out[x.id] = x.ts
+	}
+	return out, err
 }
 
 // FinishedBefore reads the oldest results from the front of the table.
