@@ -11,19 +11,24 @@
 # and drops it at the end; it needs psql, curl and python3. Environment:
 # DOCKET (the binary, default ./docket), CLIENTS (concurrent batch clients,
 # default 4), KEEP_DB (keep the database), SKIP_RETRY (stop after step 2),
-# PROBE_CLIENTS (concurrent single-submit clients of step 3, default 4; 0
-# skips the probe), PROBE_BASE_S (the probe's run alone, default 20).
+# PROBE_CLIENTS (concurrent single-submit clients of step 5, default 4; 0
+# skips steps 4 and 5), PROBE_BASE_S (the probe's run alone, default 20).
 #
 # 1. A server with no workers admits N demo.fail tasks (max_attempts 1) in
 #    batches of 1,000 from CLIENTS clients: the admission time.
 # 2. The server restarts with workers, which run every task once: all fail.
 # 3. The server restarts with no workers again, and one bulk retry of
-#    state=failed, workflow=demo.fail queues them all again: the job's time
-#    from its created_at to its finished_at (the server's clock) and the
-#    wall time until the CLI saw it done. Beside it, PROBE_CLIENTS clients
-#    send single submits (POST /v1/tasks, demo.echo, one at a time each),
-#    first PROBE_BASE_S seconds alone, then for as long as the bulk retry
-#    runs: the p50 and p99 of their latency, alone and beside it.
+#    state=failed, workflow=demo.fail queues them all again, alone on the
+#    server as the admission was: the job's time from its created_at to its
+#    finished_at (the server's clock), against the admission's (ratio).
+# 4. The server restarts with workers, which run every task again: all
+#    fail again.
+# 5. The server restarts with no workers, and PROBE_CLIENTS clients send
+#    single submits (POST /v1/tasks, demo.echo, one at a time each), first
+#    PROBE_BASE_S seconds alone, then beside a second bulk retry of all N,
+#    for as long as it runs: the p50 and p99 of their latency, alone and
+#    beside it, and the bulk retry's time beside them (a bulk job yields
+#    to submissions: docs/failures.md).
 set -euo pipefail
 export PGCONNECT_TIMEOUT=${PGCONNECT_TIMEOUT:-10}
 
@@ -109,18 +114,43 @@ PY
 )
 stop
 
-start serve2.log
-for _ in $(seq 3600); do
-  failed=$(psql -qAt "$url" -c "SELECT count(*) FROM task_results WHERE state = 'failed'")
-  [ "$failed" -ge "$n" ] && break
-  sleep 1
-done
-[ "$failed" -ge "$n" ] || { echo "only $failed of $n tasks failed within an hour" >&2; exit 1; }
-stop
+# fail_all LOG: a server with workers runs every task; all fail.
+fail_all() {
+  start "$1"
+  for _ in $(seq 3600); do
+    failed=$(psql -qAt "$url" -c "SELECT count(*) FROM task_results WHERE state = 'failed'")
+    [ "$failed" -ge "$n" ] && break
+    sleep 1
+  done
+  [ "$failed" -ge "$n" ] || { echo "only $failed of $n tasks failed within an hour" >&2; exit 1; }
+  stop
+}
+# bulk_retry: one bulk retry of every failed demo.fail task; prints the
+# job's JSON.
+bulk_retry() { "$docket" bulk retry --url "$base" --key "$key" --state failed --workflow demo.fail --wait 1h --json; }
+# job_seconds JSON: the job's finished_at - created_at.
+job_seconds() {
+  python3 -c 'import datetime, json, sys
+job = json.loads(sys.argv[1])
+parse = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
+assert job["state"] == "done" and job["done"] == int(sys.argv[2]), job
+seconds = (parse(job["finished_at"]) - parse(job["created_at"])).total_seconds()
+print("%.2f" % seconds)' "$1" "$n"
+}
 
+fail_all serve2.log
 [ -n "${SKIP_RETRY:-}" ] && exit 0
 start serve3.log --online-workers -1
+checkpoint
+alone_job=$(bulk_retry)
+alone_s=$(job_seconds "$alone_job")
+stop
+echo "tasks=$n batch_clients=$clients admit_s=$admit_s bulk_retry_alone_s=$alone_s ratio=$(python3 -c "print(f'{$alone_s / $admit_s:.2f}')")"
+
 probe_clients=${PROBE_CLIENTS:-4}
+[ "$probe_clients" -gt 0 ] || exit 0
+fail_all serve4.log
+start serve5.log --online-workers -1
 # probe PREFIX SECONDS|STOPFILE: single submits from probe_clients clients
 # until the time is up or the file exists; prints "n p50_ms p99_ms".
 probe() {
@@ -150,29 +180,18 @@ q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] if lat else float("nan")
 print(f"{len(lat)} {q(0.50):.1f} {q(0.99):.1f}")
 PY
 }
-probe_base="0 nan nan"
-probe_bulk="0 nan nan"
 checkpoint
-if [ "$probe_clients" -gt 0 ]; then
-  probe_base=$(probe alone "${PROBE_BASE_S:-20}")
-  probe beside "$work/bulk.done" >"$work/probe_bulk" &
-  probe_pid=$!
-fi
-t0=$(date +%s.%N)
-job=$("$docket" bulk retry --url "$base" --key "$key" --state failed --workflow demo.fail --wait 1h --json)
-t1=$(date +%s.%N)
-if [ "$probe_clients" -gt 0 ]; then
-  touch "$work/bulk.done"
-  wait "$probe_pid"
-  probe_bulk=$(cat "$work/probe_bulk")
-fi
+probe_base=$(probe alone "${PROBE_BASE_S:-20}")
+probe beside "$work/bulk.done" >"$work/probe_bulk" &
+probe_pid=$!
+beside_job=$(bulk_retry)
+touch "$work/bulk.done"
+wait "$probe_pid"
+probe_bulk=$(cat "$work/probe_bulk")
 echo "single submits ($probe_clients clients): alone n p50_ms p99_ms = $probe_base; beside the bulk retry = $probe_bulk"
-python3 - "$job" "$admit_s" "$t0" "$t1" "$n" "$clients" <<'PY'
-import datetime, json, sys
-job, admit = json.loads(sys.argv[1]), float(sys.argv[2])
-t0, t1, n, clients = float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-parse = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
-job_s = (parse(job["finished_at"]) - parse(job["created_at"])).total_seconds() if job["finished_at"] else float("nan")
-print(f"tasks={n} batch_clients={clients} admit_s={admit:.2f} bulk_retry_job_s={job_s:.2f} bulk_retry_wall_s={t1 - t0:.2f} "
-      f"ratio={job_s / admit:.2f} state={job['state']} matched={job['matched']} done={job['done']} skipped={job['skipped']} failed={job['failed']}")
+python3 - "$probe_base" "$probe_bulk" "$(job_seconds "$beside_job")" <<'PY'
+import sys
+alone, beside, job_s = sys.argv[1].split(), sys.argv[2].split(), sys.argv[3]
+print(f"p99 beside/alone={float(beside[2]) / float(alone[2]):.2f} p50 beside/alone={float(beside[1]) / float(alone[1]):.2f} "
+      f"bulk_retry_beside_s={job_s}")
 PY

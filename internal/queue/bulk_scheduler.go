@@ -30,15 +30,33 @@ type bulkApplier func(ctx context.Context, st bulkActor, job *store.BulkJob, tas
 
 // bulkConfig bounds the bulk scheduler's work.
 type bulkConfig struct {
-	Owner    string        // this node, the lease owner
-	LeaseTTL time.Duration // a job's lease; renewed at every batch
-	Batch    int           // tasks per batch
-	Batches  int           // most batches per tick; the job's lease stays with this node for the next tick
-	Pause    time.Duration // between two batches, so that admissions get their turn
+	Owner     string        // this node, the lease owner
+	LeaseTTL  time.Duration // a job's lease; renewed at every batch
+	Batch     int           // tasks per batch
+	BusyBatch int           // tasks per batch while the node admits submissions (Busy)
+	Batches   int           // most batches per tick; the job's lease stays with this node for the next tick
+	Pause     time.Duration // between two batches, so that admissions get their turn
+	// Busy reports whether the node admitted a submission since the time
+	// given; nil means never.
+	Busy func(since time.Time) bool
 }
 
+// busyWindow is how recent a submission makes the node busy for the bulk
+// scheduler.
+const busyWindow = time.Second
+
 // BulkScheduler advances the bulk jobs (POST /v1/admin/bulk, POST
-// /v1/tasks/bulk). Every node runs one and there is no leader: a tick
+// /v1/tasks/bulk).
+//
+// A bulk job yields to submissions: while the node has admitted one in the
+// last second, its batches are a tenth of their size (bulkConfig.BusyBatch),
+// still BulkPause apart. A batch holds a core of the database for as long
+// as its statements run (about 40 ms for a thousand retried tasks on a
+// 2-core machine), and a submission that arrives meanwhile waits for
+// what is left of the machine; shorter batches spread that wait over
+// every submission instead of doubling the unlucky ones'. Beside a steady
+// stream of submissions the job takes about five times as long as alone
+// (BENCHMARKS.md, "Bulk actions"). Only this node's submissions count. Every node runs one and there is no leader: a tick
 // leases the oldest running job no other node holds (store.BulkJobs), then
 // runs its batches: the next tasks of its filter in ID order after its
 // cursor, the action applied to them, and the cursor and counts recorded
@@ -96,17 +114,19 @@ func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob, ahead **m
 		return false, err
 	}
 	var tasks []store.MatchedTask
+	limit := b.batchSize()
 	if a := *ahead; a != nil && a.after == job.Cursor {
 		tasks, err = a.wait()
+		limit = a.limit
 	} else {
 		a.stop()
-		tasks, err = b.match(ctx, job, job.Cursor)
+		tasks, err = b.match(ctx, job, job.Cursor, limit)
 	}
 	*ahead = nil
 	if err != nil {
 		return false, err
 	}
-	last := len(tasks) < b.cfg.Batch
+	last := len(tasks) < limit
 	cursor := job.Cursor
 	if len(tasks) > 0 {
 		cursor = tasks[len(tasks)-1].TaskID
@@ -116,7 +136,7 @@ func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob, ahead **m
 		// They come after this one's in ID order, so the action leaves
 		// them as read, but for what it changes besides its own tasks (a
 		// cancel's dependents): such a task counts as skipped next batch.
-		*ahead = b.matchAhead(ctx, job, cursor)
+		*ahead = b.matchAhead(ctx, job, cursor, b.batchSize())
 	}
 	counts, err := b.apply(ctx, b.store, job, tasks)
 	if err != nil {
@@ -143,29 +163,40 @@ func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob, ahead **m
 	return !last, nil
 }
 
-// match reads the job's next batch of tasks after the cursor.
-func (b *BulkScheduler) match(ctx context.Context, job *store.BulkJob, after string) ([]store.MatchedTask, error) {
+// batchSize is the size of the next batch: BusyBatch while the node admits
+// submissions, Batch otherwise.
+func (b *BulkScheduler) batchSize() int {
+	if b.cfg.Busy != nil && b.cfg.Busy(b.clock.Now().Add(-busyWindow)) {
+		return b.cfg.BusyBatch
+	}
+	return b.cfg.Batch
+}
+
+// match reads the job's next batch of at most limit tasks after the cursor.
+func (b *BulkScheduler) match(ctx context.Context, job *store.BulkJob, after string, limit int) ([]store.MatchedTask, error) {
 	qctx, cancel := b.query(ctx)
 	defer cancel()
-	return b.store.MatchTasks(qctx, &store.MatchTasksParams{Filter: job.Filter, After: after, Limit: b.cfg.Batch})
+	return b.store.MatchTasks(qctx, &store.MatchTasksParams{Filter: job.Filter, After: after, Limit: limit})
 }
 
 // matchAhead is a job's next batch being read.
 type matchAhead struct {
 	after  string // the cursor it reads after
+	limit  int    // the batch's size
 	cancel context.CancelFunc
 	done   chan struct{}
 	tasks  []store.MatchedTask
 	err    error
 }
 
-// matchAhead starts reading the batch after the cursor.
-func (b *BulkScheduler) matchAhead(ctx context.Context, job *store.BulkJob, after string) *matchAhead {
+// matchAhead starts reading the batch of at most limit tasks after the
+// cursor.
+func (b *BulkScheduler) matchAhead(ctx context.Context, job *store.BulkJob, after string, limit int) *matchAhead {
 	ctx, cancel := context.WithCancel(ctx)
-	m := &matchAhead{after: after, cancel: cancel, done: make(chan struct{})}
+	m := &matchAhead{after: after, limit: limit, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		m.tasks, m.err = b.match(ctx, job, after)
+		m.tasks, m.err = b.match(ctx, job, after, limit)
 	}()
 	return m
 }

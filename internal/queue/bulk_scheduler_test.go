@@ -307,3 +307,56 @@ func TestBulkCancelStopsRunningAndQueued(t *testing.T) {
 		t.Errorf("%d cancelled tasks started after the cancel", n)
 	}
 }
+
+// A bulk job yields to submissions: while the node admitted one in the
+// last second its batches are BulkBusyBatch tasks, otherwise BulkBatch.
+func TestBulkYieldsToSubmissions(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	h := newHarness(t, withBulkClock(time.Minute), func(_ *harness, c *Config) {
+		c.BulkBatch, c.BulkBusyBatch, c.BulkBatches = 4, 2, 1
+	})
+	h.flaky(&broken)
+	ticked := &h.svc.signals.bulk.ticked
+	ticked.init()
+	h.start()
+	await(t, "bulk tick", ticked.ch) // the first, at start: no job
+	for i := range 9 {
+		task := h.submitOnce(alice, fmt.Sprint("t", i))
+		h.waitTerminal(alice, task.ID, dockettype.StateFailed)
+	}
+	broken.Store(false)
+	job, err := h.svc.StartBulk(context.Background(), alice, false, &BulkRequest{Action: "retry",
+		Filter: store.TaskFilter{State: dockettype.StateFailed, Workflow: "test.flaky"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	matched := func() int {
+		t.Helper()
+		got, err := h.svc.GetBulk(context.Background(), alice, false, job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Matched
+	}
+	// A minute after the last submission: a whole batch.
+	h.clock.Advance(time.Minute)
+	await(t, "bulk tick", ticked.ch)
+	if got := matched(); got != 4 {
+		t.Fatalf("matched %d after an idle tick, want a batch of 4", got)
+	}
+	// A submission half a second before the tick: a busy batch.
+	h.clock.Advance(time.Minute - busyWindow/2)
+	h.submit(alice, "foreground", "test.echo", `1`)
+	h.clock.Advance(busyWindow / 2)
+	await(t, "bulk tick", ticked.ch)
+	if got := matched(); got != 6 {
+		t.Fatalf("matched %d after a tick %v after a submission, want 4 + a busy batch of 2", got, busyWindow/2)
+	}
+	// Idle again.
+	h.clock.Advance(time.Minute)
+	await(t, "bulk tick", ticked.ch)
+	if got := matched(); got != 9 {
+		t.Errorf("matched %d after an idle tick, want all 9", got)
+	}
+}

@@ -62,13 +62,17 @@ type Config struct {
 	// BulkInterval is the period of the bulk scheduler, which advances the
 	// bulk jobs (default 500ms); each tick runs up to BulkBatches batches
 	// (default 100) of BulkBatch tasks (default 1000), BulkPause apart
-	// (default 10ms), under a lease of BulkLeaseTTL (default 30s).
-	BulkInterval time.Duration
-	BulkBatch    int
-	BulkBatches  int
-	BulkPause    time.Duration
-	BulkLeaseTTL time.Duration
-	PollInterval time.Duration // fallback claim poll when idle; default 1s
+	// (default 10ms), under a lease of BulkLeaseTTL (default 30s). While
+	// this node admits submissions (one in the last second), a batch takes
+	// BulkBusyBatch tasks instead (default 100, at most BulkBatch), so
+	// that a bulk job yields to them (see BulkScheduler).
+	BulkInterval  time.Duration
+	BulkBatch     int
+	BulkBusyBatch int
+	BulkBatches   int
+	BulkPause     time.Duration
+	BulkLeaseTTL  time.Duration
+	PollInterval  time.Duration // fallback claim poll when idle; default 1s
 	// WorkerFlushInterval is how often the node writes the remote workers
 	// it saw to the store (GET /v1/admin/workers); default 2s.
 	WorkerFlushInterval time.Duration
@@ -168,6 +172,8 @@ func (c *Config) setDefaults() error {
 	setDur(&c.ScheduleGrace, defaults.ScheduleGrace)
 	setDur(&c.BulkInterval, 500*time.Millisecond)
 	setInt(&c.BulkBatch, 1000)
+	setInt(&c.BulkBusyBatch, min(100, c.BulkBatch))
+	c.BulkBusyBatch = min(c.BulkBusyBatch, c.BulkBatch)
 	setInt(&c.BulkBatches, 100)
 	setDur(&c.BulkPause, 10*time.Millisecond)
 	setDur(&c.BulkLeaseTTL, 30*time.Second)

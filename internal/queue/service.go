@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docket-dev/docket/dockettype"
@@ -59,8 +60,11 @@ type Service struct {
 	leases   *leaseRegistry
 	waiters  *waiters
 	admitter *admitter
-	wakeups  *queueWakeups
-	draining *drainSignal
+	// lastAdmit is when this node last admitted a submission (UnixNano, on
+	// its clock): a bulk job takes smaller batches while it is recent.
+	lastAdmit atomic.Int64
+	wakeups   *queueWakeups
+	draining  *drainSignal
 
 	// The worker API's state: the lease-token key and the workers seen.
 	leaseKeys leaseKeys
@@ -293,7 +297,8 @@ func (s *Service) build() (*running, error) {
 		return fail(err)
 	}
 	r.bulk = newBulkScheduler(base("bulk"), sched(cfg.BulkInterval), bulkConfig{Owner: cfg.NodeID, LeaseTTL: cfg.BulkLeaseTTL,
-		Batch: cfg.BulkBatch, Batches: cfg.BulkBatches, Pause: cfg.BulkPause}, f, s.applyBulk, s.metrics, &s.signals.bulk)
+		Batch: cfg.BulkBatch, BusyBatch: cfg.BulkBusyBatch, Batches: cfg.BulkBatches, Pause: cfg.BulkPause,
+		Busy: s.admittedSince}, f, s.applyBulk, s.metrics, &s.signals.bulk)
 	if cfg.Retention > 0 {
 		if f, err = fork("cleaner", one); err != nil {
 			return fail(err)

@@ -53,6 +53,7 @@ func (s *Service) Submit(ctx context.Context, p dockettype.Principal, req *Submi
 // whole group: the store failed and nothing of it was admitted.
 func (s *Service) admit(ctx context.Context, items []*store.AdmitItem) ([]BatchResult, error) {
 	start := s.clock.Now()
+	s.lastAdmit.Store(start.UnixNano())
 	sctx, span := s.spans.startAdmit(ctx, len(items))
 	res, batch, err := s.admitter.admitGroup(sctx, items)
 	s.spans.endAdmit(sctx, span, start, items, res, batch, err)
@@ -94,6 +95,12 @@ func (s *Service) admit(ctx context.Context, items []*store.AdmitItem) ([]BatchR
 		}
 	}
 	return out, nil
+}
+
+// admittedSince reports whether this node has admitted a submission (or
+// tried to) since t.
+func (s *Service) admittedSince(t time.Time) bool {
+	return s.lastAdmit.Load() >= t.UnixNano()
 }
 
 // reject makes a refusal, counted by code.
