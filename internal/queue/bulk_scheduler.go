@@ -46,17 +46,7 @@ type bulkConfig struct {
 const busyWindow = time.Second
 
 // BulkScheduler advances the bulk jobs (POST /v1/admin/bulk, POST
-// /v1/tasks/bulk).
-//
-// A bulk job yields to submissions: while the node has admitted one in the
-// last second, its batches are a tenth of their size (bulkConfig.BusyBatch),
-// still BulkPause apart. A batch holds a core of the database for as long
-// as its statements run (about 40 ms for a thousand retried tasks on a
-// 2-core machine), and a submission that arrives meanwhile waits for
-// what is left of the machine; shorter batches spread that wait over
-// every submission instead of doubling the unlucky ones'. Beside a steady
-// stream of submissions the job takes about five times as long as alone
-// (BENCHMARKS.md, "Bulk actions"). Only this node's submissions count. Every node runs one and there is no leader: a tick
+// /v1/tasks/bulk). Every node runs one and there is no leader: a tick
 // leases the oldest running job no other node holds (store.BulkJobs), then
 // runs its batches: the next tasks of its filter in ID order after its
 // cursor, the action applied to them, and the cursor and counts recorded
@@ -70,6 +60,16 @@ const busyWindow = time.Second
 // its tasks count as skipped (a retried task is queued by then, a
 // cancelled or deleted one is no longer there to act on). A task retried
 // in that batch that failed again meanwhile is retried a second time.
+//
+// A bulk job yields to submissions: while its node has admitted one in the
+// last second, its batches are of BusyBatch tasks (100 by default, against
+// 1,000), still Pause apart. A batch keeps a core of the database busy for
+// as long as its statements run (about 40 ms for a thousand retried tasks
+// on a 2-core machine), and a submission that arrives meanwhile waits for
+// what is left of the machine; shorter batches spread that wait over every
+// submission instead of doubling the unlucky ones'. Beside a steady stream
+// of submissions the job takes about five times as long as alone
+// (BENCHMARKS.md, "Bulk actions"). Only this node's submissions count.
 type BulkScheduler struct {
 	schedulerLoop
 	store bulkStore

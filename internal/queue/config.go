@@ -172,7 +172,7 @@ func (c *Config) setDefaults() error {
 	setDur(&c.ScheduleGrace, defaults.ScheduleGrace)
 	setDur(&c.BulkInterval, 500*time.Millisecond)
 	setInt(&c.BulkBatch, 1000)
-	setInt(&c.BulkBusyBatch, min(100, c.BulkBatch))
+	setInt(&c.BulkBusyBatch, 100)
 	c.BulkBusyBatch = min(c.BulkBusyBatch, c.BulkBatch)
 	setInt(&c.BulkBatches, 100)
 	setDur(&c.BulkPause, 10*time.Millisecond)
