@@ -37,7 +37,7 @@ type bulkConfig struct {
 	Batches   int           // most batches per tick; the job's lease stays with this node for the next tick
 	Pause     time.Duration // between two batches, so that admissions get their turn
 	// Busy reports whether the node admitted a submission since the time
-	// given; nil means never.
+	// given.
 	Busy func(since time.Time) bool
 }
 
@@ -166,7 +166,7 @@ func (b *BulkScheduler) batch(ctx context.Context, job *store.BulkJob, ahead **m
 // batchSize is the size of the next batch: BusyBatch while the node admits
 // submissions, Batch otherwise.
 func (b *BulkScheduler) batchSize() int {
-	if b.cfg.Busy != nil && b.cfg.Busy(b.clock.Now().Add(-busyWindow)) {
+	if b.cfg.Busy(b.clock.Now().Add(-busyWindow)) {
 		return b.cfg.BusyBatch
 	}
 	return b.cfg.Batch

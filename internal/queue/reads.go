@@ -119,28 +119,16 @@ func (s *Service) List(ctx context.Context, p dockettype.Principal, req *ListReq
 // unchanged. A running worker on this node is stopped at once and its late
 // result is fenced out by the epoch bump.
 func (s *Service) Cancel(ctx context.Context, p dockettype.Principal, id string) (*dockettype.Task, error) {
-	res, err := s.cancelTask(ctx, s.store, p.Tenant, id)
-	if err != nil {
-		return nil, err
-	}
-	return res.Task, nil
-}
-
-// cancelTask cancels one task of tenant through st and, when it changed,
-// stops its worker on this node and answers its long polls.
-func (s *Service) cancelTask(ctx context.Context, st interface {
-	Cancel(ctx context.Context, params *store.CancelParams) (*store.CancelResult, error)
-}, tenant, id string) (*store.CancelResult, error) {
 	qctx, cancel := s.query(ctx)
 	defer cancel()
-	res, err := st.Cancel(qctx, &store.CancelParams{Now: s.clock.Now(), Tenant: tenant, TaskID: id})
+	res, err := s.store.Cancel(qctx, &store.CancelParams{Now: s.clock.Now(), Tenant: p.Tenant, TaskID: id})
 	if err != nil {
 		return nil, s.storeFailure(ctx, "cancel", err)
 	}
 	if res.Changed {
 		s.cancelled(res.Task.Pool, res.From, res.Previous)
 	}
-	return res, nil
+	return res.Task, nil
 }
 
 // cancelled does on this node what follows a task's cancel: counts it,
