@@ -69,7 +69,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 			st.Close()
 			return nil, err
 		}
-		opts.TracerProvider = tp.TracerProvider
+		opts.TracerProvider = tp
 	}
 	n, err := assemble(ctx, cfg, opts, st)
 	if err != nil {

@@ -103,16 +103,28 @@ func submitWithFlags(t *testing.T, url, key, wf, flags, idem string) (*dockettyp
 // nodeAndWorkerRecorders returns a node's provider (as package otlp makes
 // it) and a remote worker's, each recording its spans, shut down at the
 // test's end.
-func nodeAndWorkerRecorders(t *testing.T) (tp *sdktrace.TracerProvider, rec *tracetest.SpanRecorder,
+func nodeAndWorkerRecorders(t *testing.T) (tp *otlp.Provider, rec *tracetest.SpanRecorder,
 	wtp *sdktrace.TracerProvider, wrec *tracetest.SpanRecorder) {
 	rec, wrec = tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	tp = otlp.NewSDKProvider(sdktrace.WithSpanProcessor(rec))
+	tp = recordingProvider(t, rec)
 	wtp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(wrec))
 	t.Cleanup(func() {
 		_ = tp.Shutdown(context.Background())
 		_ = wtp.Shutdown(context.Background())
 	})
 	return tp, rec, wtp, wrec
+}
+
+// recordingProvider is a node's provider as package otlp makes it, its
+// spans (started or written ended) going to rec, shut down at the test's
+// end.
+func recordingProvider(t *testing.T, rec *tracetest.SpanRecorder) *otlp.Provider {
+	tp, err := otlp.NewProvider(rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp
 }
 
 // remoteWorker registers the remote workflow trace.remote on n and returns
@@ -235,8 +247,7 @@ func noSecrets(t *testing.T, spans []sdktrace.ReadOnlySpan) {
 func TestTraceOfAnInProcessTask(t *testing.T) {
 	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
-	tp := otlp.NewSDKProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
+	tp := recordingProvider(t, rec)
 	reg := workflow.NewRegistry()
 	if err := reg.Register("trace.echo", workflow.Definition{Pool: dockettype.PoolOnline,
 		Run: func(ctx context.Context, b *workflow.Binding, input json.RawMessage) (json.RawMessage, error) {
@@ -310,8 +321,7 @@ func TestTraceOfAnInProcessTask(t *testing.T) {
 func TestTraceOfAFailedTask(t *testing.T) {
 	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
-	tp := otlp.NewSDKProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
+	tp := recordingProvider(t, rec)
 	reg := workflow.NewRegistry()
 	if err := reg.Register("trace.fail", workflow.Definition{Pool: dockettype.PoolOnline,
 		Run: func(ctx context.Context, b *workflow.Binding, input json.RawMessage) (json.RawMessage, error) {

@@ -184,7 +184,7 @@ func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownR
 	if traced {
 		tp, count = benchTracing(b)
 		defer tp.Shutdown(context.Background())
-		cfg.TracerProvider = tp.TracerProvider
+		cfg.TracerProvider = tp
 	}
 	svc, err := New(st, rt, cfg)
 	if err != nil {

@@ -350,11 +350,7 @@ func (p *pool) queueWaits(claimed []*store.ClaimedTask, claimedAt time.Time) {
 	if !p.spans.on || len(claimed) == 0 {
 		return
 	}
-	p.spanning.Go(func() {
-		for _, c := range claimed {
-			p.spans.queueWait(c, claimedAt, false)
-		}
-	})
+	p.spanning.Go(func() { p.spans.queueWaits(claimed, claimedAt, false) })
 }
 
 // launch runs a task whose worker slot is counted in running: on an idle

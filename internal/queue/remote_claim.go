@@ -177,11 +177,11 @@ func (s *Service) claimQueues(ctx context.Context, st remoteStore, key []byte, w
 		if outcome.Throttled > 0 {
 			s.metrics.ThrottledClaims.WithLabelValues(pool).Inc()
 		}
+		s.spans.queueWaits(claimed, now, true)
 		for _, c := range claimed {
 			if c.Task.Attempt == 1 {
 				s.metrics.StartLatency.WithLabelValues(pool).Observe(now.Sub(c.Task.CreatedAt).Seconds())
 			}
-			s.spans.queueWait(c, now, true)
 			out = append(out, RemoteTask{
 				Lease: leasetoken.Sign(key, w.KeyID, leasetoken.Claims{TaskID: c.Task.ID, Tenant: c.Task.Tenant, Pool: pool,
 					Epoch: c.Task.LeaseEpoch, Attempt: c.Task.Attempt, MaxAttempts: c.Task.MaxAttempts, TraceID: c.Task.TraceID,

@@ -149,11 +149,13 @@ func (s *Service) writeRemote(ctx context.Context, st remoteStore, op string, n 
 	}
 	if s.spans.on {
 		now, link := s.clock.Now(), trace.SpanContextFromContext(ctx)
+		b := newEndedBatch(len(res), 5)
 		for j, r := range res {
 			c := checked[index[j]].claims
-			s.spans.finish(finishTask{traceID: c.TraceID, attempt: c.Attempt, unsampled: c.TraceUnsampled},
+			s.spans.finish(b, finishTask{traceID: c.TraceID, attempt: c.Attempt, unsampled: c.TraceUnsampled},
 				&fitems[j], start, now, r.Applied, r.State, link)
 		}
+		s.spans.write(b)
 	}
 	for j, r := range res {
 		i, fi := index[j], fitems[j]

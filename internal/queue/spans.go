@@ -21,10 +21,11 @@ import (
 type spans struct {
 	on     bool
 	tracer trace.Tracer
+	writer tracing.SpanWriter // the wait and finish spans, a batch at a time
 }
 
 func newSpans(tp trace.TracerProvider) spans {
-	return spans{on: tracing.Enabled(tp), tracer: tracing.Tracer(tp)}
+	return spans{on: tracing.Enabled(tp), tracer: tracing.Tracer(tp), writer: tracing.WriterFor(tp)}
 }
 
 // taskAttrs are the attributes of a task's docket.task span. Its later
@@ -88,21 +89,52 @@ func (s spans) endAdmit(ctx context.Context, span trace.Span, start time.Time, i
 	}
 }
 
-// queueWait writes the span of a first attempt's wait in the queue, from
-// its admission to now, when it was claimed.
-func (s spans) queueWait(c *store.ClaimedTask, now time.Time, remote bool) {
-	t := c.Task
-	if !s.on || t.Attempt != 1 {
+// queueWaits writes the spans of first attempts' waits in the queue, from
+// their admission to now, when they were claimed: one batch, a claim's.
+func (s spans) queueWaits(claimed []*store.ClaimedTask, now time.Time, remote bool) {
+	if !s.on {
 		return
 	}
-	ctx := tracing.InTask(context.Background(), t.TraceID, t.ID, !c.TraceUnsampled)
-	attrs := []attribute.KeyValue{tracing.AttrTaskID.String(t.ID), tracing.AttrAttempt.Int(t.Attempt)}
-	if remote {
-		attrs = append(attrs, tracing.AttrRemote.Bool(true))
+	b := newEndedBatch(len(claimed), 3)
+	for _, c := range claimed {
+		t := c.Task
+		if t.Attempt != 1 {
+			continue
+		}
+		span := tracing.EndedSpan{Name: tracing.SpanQueueWait, Parent: tracing.TaskSpanContext(t.TraceID, t.ID, !c.TraceUnsampled),
+			Kind: trace.SpanKindConsumer, Start: t.CreatedAt, End: now}
+		if remote {
+			b.add(span, tracing.AttrTaskID.String(t.ID), tracing.AttrAttempt.Int(t.Attempt), tracing.AttrRemote.Bool(true))
+		} else {
+			b.add(span, tracing.AttrTaskID.String(t.ID), tracing.AttrAttempt.Int(t.Attempt))
+		}
 	}
-	_, span := s.tracer.Start(ctx, tracing.SpanQueueWait, trace.WithTimestamp(t.CreatedAt),
-		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
-	span.End(trace.WithTimestamp(now))
+	s.write(b)
+}
+
+// endedBatch is a batch of ended spans, their attributes in one slice.
+type endedBatch struct {
+	spans []tracing.EndedSpan
+	attrs []attribute.KeyValue
+}
+
+// newEndedBatch makes room for n spans of about perSpan attributes.
+func newEndedBatch(n, perSpan int) *endedBatch {
+	return &endedBatch{spans: make([]tracing.EndedSpan, 0, n), attrs: make([]attribute.KeyValue, 0, n*perSpan)}
+}
+
+func (b *endedBatch) add(span tracing.EndedSpan, attrs ...attribute.KeyValue) {
+	from := len(b.attrs)
+	b.attrs = append(b.attrs, attrs...)
+	span.Attrs = b.attrs[from:len(b.attrs):len(b.attrs)]
+	b.spans = append(b.spans, span)
+}
+
+// write hands the batch to the span writer.
+func (s spans) write(b *endedBatch) {
+	if len(b.spans) > 0 {
+		s.writer.WriteSpans(b.spans)
+	}
 }
 
 // startRun starts an in-process attempt's span, under the task's span; ctx
@@ -139,33 +171,28 @@ func endRun(span trace.Span, item *store.FinishItem, stopped bool) {
 	span.End()
 }
 
-// finish writes the span of one fenced outcome write, from when the
+// finish adds to b the span of one fenced outcome write, from when the
 // outcome was handed over (start) to now. link is the span of the request
 // that carried it, for remote outcomes.
-func (s spans) finish(task finishTask, item *store.FinishItem, start, now time.Time, applied bool,
+func (s spans) finish(b *endedBatch, task finishTask, item *store.FinishItem, start, now time.Time, applied bool,
 	state dockettype.State, link trace.SpanContext) {
-	if !s.on {
-		return
-	}
-	ctx := tracing.InTask(context.Background(), task.traceID, item.TaskID, !task.unsampled)
-	attrs := make([]attribute.KeyValue, 0, 5)
-	attrs = append(attrs, tracing.AttrTaskID.String(item.TaskID), tracing.AttrAttempt.Int(task.attempt),
-		tracing.AttrOutcome.String(outcomeName(item.Kind)))
+	attrs := [5]attribute.KeyValue{tracing.AttrTaskID.String(item.TaskID), tracing.AttrAttempt.Int(task.attempt),
+		tracing.AttrOutcome.String(outcomeName(item.Kind))}
+	n := 3
 	switch {
 	case !applied:
-		attrs = append(attrs, tracing.AttrFenced.Bool(true), tracing.AttrCode.String(string(dockettype.CodeStaleLease)))
+		attrs[n], attrs[n+1] = tracing.AttrFenced.Bool(true), tracing.AttrCode.String(string(dockettype.CodeStaleLease))
+		n += 2
 	case item.Code != "":
-		attrs = append(attrs, tracing.AttrCode.String(metrics.CodeLabel(item.Code)))
+		attrs[n] = tracing.AttrCode.String(metrics.CodeLabel(item.Code))
+		n++
 	}
 	if applied && state != "" {
-		attrs = append(attrs, tracing.AttrState.String(string(state)))
+		attrs[n] = tracing.AttrState.String(string(state))
+		n++
 	}
-	opts := []trace.SpanStartOption{trace.WithTimestamp(start), trace.WithAttributes(attrs...)}
-	if link.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
-	}
-	_, span := s.tracer.Start(ctx, tracing.SpanFinish, opts...)
-	span.End(trace.WithTimestamp(now))
+	b.add(tracing.EndedSpan{Name: tracing.SpanFinish, Parent: tracing.TaskSpanContext(task.traceID, item.TaskID, !task.unsampled),
+		Start: start, End: now, Link: link}, attrs[:n]...)
 }
 
 // finishTask is what a finish span needs of its task beyond the item.

@@ -59,11 +59,16 @@ const (
 	AttrReplayed = attribute.Key("docket.replayed")   // the submission replayed an existing task
 )
 
-// Enabled reports whether tp records anything: false for nil and for the
-// API's no-op provider, so that components skip building spans entirely.
+// Enabled reports whether tp records anything: false for nil, for the
+// API's no-op provider and for a provider that says it is off (with an
+// Enabled method, as package tracing/otlp's does), so that components skip
+// building spans entirely.
 func Enabled(tp trace.TracerProvider) bool {
 	if tp == nil {
 		return false
+	}
+	if e, ok := tp.(interface{ Enabled() bool }); ok {
+		return e.Enabled()
 	}
 	_, isNoop := tp.(noop.TracerProvider)
 	return !isNoop
@@ -71,7 +76,7 @@ func Enabled(tp trace.TracerProvider) bool {
 
 // Tracer returns Docket's tracer of tp (a no-op one for nil).
 func Tracer(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
+	if tp == nil || !Enabled(tp) {
 		tp = noop.NewTracerProvider()
 	}
 	return tp.Tracer(Scope)
@@ -114,16 +119,6 @@ func TaskSpanContext(traceID, taskID string, sampled bool) trace.SpanContext {
 	return trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: tid, SpanID: TaskSpanID(taskID), TraceFlags: flags, Remote: true,
 	})
-}
-
-// InTask returns ctx with the task's span as the parent of the spans
-// started from it. ctx is returned as is when the trace ID is invalid.
-func InTask(ctx context.Context, traceID, taskID string, sampled bool) context.Context {
-	sc := TaskSpanContext(traceID, taskID, sampled)
-	if !sc.IsValid() {
-		return ctx
-	}
-	return trace.ContextWithRemoteSpanContext(ctx, sc)
 }
 
 // Traceparent is the W3C traceparent of a task's docket.task span, which

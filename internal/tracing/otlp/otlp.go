@@ -18,7 +18,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -28,13 +28,47 @@ import (
 )
 
 // Provider is the node's tracer provider and how to flush and stop it.
+// It also writes ended spans (tracing.SpanWriter) to its span processor.
 type Provider struct {
 	trace.TracerProvider
-	sdk *sdktrace.TracerProvider // nil when tracing is off
+	sdk   *sdktrace.TracerProvider // nil when tracing is off
+	ended *endedWriter
 }
 
 // Enabled reports whether spans are exported.
 func (p *Provider) Enabled() bool { return p != nil && p.sdk != nil }
+
+// WriteSpans writes ended spans (tracing.SpanWriter); nothing when off.
+func (p *Provider) WriteSpans(spans []tracing.EndedSpan) {
+	if p.Enabled() {
+		p.ended.WriteSpans(spans)
+	}
+}
+
+// NewProvider is a provider whose spans, started through its tracers or
+// written ended, go to proc. Its sampler is the one OTEL_TRACES_SAMPLER
+// names, its span limits those of the OTEL_SPAN_* variables; res nil is
+// the SDK's default resource. Tests build theirs with it, over an
+// in-memory processor.
+func NewProvider(proc sdktrace.SpanProcessor, res *resource.Resource) (*Provider, error) {
+	sampler, err := samplerFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		res = resource.Default()
+	}
+	// As the SDK does with a resource it is given, for the spans written
+	// ended to carry the same.
+	if res, err = resource.Merge(resource.Environment(), res); err != nil {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	ids, limits := &idGenerator{}, sdktrace.NewSpanLimits()
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(proc), sdktrace.WithResource(res),
+		sdktrace.WithSampler(sampler), sdktrace.WithRawSpanLimits(limits), sdktrace.WithIDGenerator(ids))
+	return &Provider{TracerProvider: sdk, sdk: sdk, ended: &endedWriter{proc: proc, sampler: sampler, limits: limits,
+		res: res, scope: instrumentation.Scope{Name: tracing.Scope}, ids: ids}}, nil
+}
 
 // Shutdown exports what is buffered and stops the exporter, within ctx. It
 // does nothing when tracing is off (or p is nil).
@@ -76,7 +110,10 @@ func FromEnv(ctx context.Context, version string) (*Provider, error) {
 	case "grpc":
 		exp, err = otlptracegrpc.New(ctx)
 	case "http/protobuf":
-		exp, err = otlptracehttp.New(ctx)
+		var cfg httpConfig
+		if cfg, err = httpConfigFromEnv(os.Getenv, os.ReadFile); err == nil {
+			exp = newHTTPExporter(cfg)
+		}
 	default:
 		return nil, fmt.Errorf("tracing: OTLP protocol %q is not supported (http/protobuf or grpc)", protocol())
 	}
@@ -88,8 +125,12 @@ func FromEnv(ctx context.Context, version string) (*Provider, error) {
 		_ = exp.Shutdown(ctx)
 		return nil, err
 	}
-	tp := NewSDKProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Provider{TracerProvider: tp, sdk: tp}, nil
+	p, err := NewProvider(sdktrace.NewBatchSpanProcessor(exp), res)
+	if err != nil {
+		_ = exp.Shutdown(ctx)
+		return nil, err
+	}
+	return p, nil
 }
 
 func protocol() string {
@@ -113,13 +154,6 @@ func Resource(ctx context.Context, version string) (*resource.Resource, error) {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
 	return res, nil
-}
-
-// NewSDKProvider is sdktrace.NewTracerProvider with Docket's ID generator,
-// which gives a docket.task span the span ID derived from its task (see
-// tracing.WithIDs). Tests build their in-memory providers with it.
-func NewSDKProvider(opts ...sdktrace.TracerProviderOption) *sdktrace.TracerProvider {
-	return sdktrace.NewTracerProvider(append(opts, sdktrace.WithIDGenerator(&idGenerator{}))...)
 }
 
 // idGenerator makes random IDs, except a span ID asked for with

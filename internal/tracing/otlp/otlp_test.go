@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
@@ -57,7 +56,10 @@ func TestUnknownProtocol(t *testing.T) {
 // span ID under a parent, both IDs for a root; random ones otherwise.
 func TestIDGenerator(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
-	tp := NewSDKProvider(sdktrace.WithSpanProcessor(rec))
+	tp, err := NewProvider(rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer tp.Shutdown(context.Background())
 	tr := tp.Tracer("test")
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
