@@ -118,6 +118,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return err // before a scratch database is created for nothing
 	}
 
+	// The node in-process runs as `docket serve` would, with its defaults.
+	tuneGC(defaults.MaxBodyMemory)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	st, err := storeopen.Open(ctx, *db, storeopen.Options{SQLiteSynchronous: *sync})

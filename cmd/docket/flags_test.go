@@ -230,3 +230,24 @@ func TestServeMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// Under a soft memory limit serve sets the collector's target to
+// defaults.GCPercent, unless GOGC names one; without a limit it leaves
+// Go's default.
+func TestServeGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		limited bool
+		gogc    string
+		want    int
+		ok      bool
+	}{
+		{true, "", defaults.GCPercent, true},
+		{true, "100", 0, false},
+		{true, "off", 0, false},
+		{false, "", 0, false},
+	} {
+		if got, ok := gcPercent(tc.limited, tc.gogc); got != tc.want || ok != tc.ok {
+			t.Errorf("gcPercent(%v, %q) = %d, %v; want %d, %v", tc.limited, tc.gogc, got, ok, tc.want, tc.ok)
+		}
+	}
+}

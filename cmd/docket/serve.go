@@ -79,6 +79,27 @@ func memoryLimit(maxBodyMemory int64, gomemlimit string) (int64, bool) {
 	return defaults.MemoryLimit(maxBodyMemory), true
 }
 
+// gcPercent is the collector's target serve sets (defaults.GCPercent):
+// none when GOGC names one or no soft memory limit bounds the heap.
+func gcPercent(limited bool, gogc string) (int, bool) {
+	if gogc != "" || !limited {
+		return 0, false
+	}
+	return defaults.GCPercent, true
+}
+
+// tuneGC sets the Go runtime's soft memory limit for a body budget of
+// maxBodyMemory bytes and, under it, the collector's target.
+func tuneGC(maxBodyMemory int64) {
+	limit, ok := memoryLimit(maxBodyMemory, os.Getenv("GOMEMLIMIT"))
+	if ok {
+		debug.SetMemoryLimit(limit)
+	}
+	if pct, ok := gcPercent(ok || os.Getenv("GOMEMLIMIT") != "", os.Getenv("GOGC")); ok {
+		debug.SetGCPercent(pct)
+	}
+}
+
 func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	cfg := serveFlags(fs)
@@ -96,9 +117,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		defer probeLog.Close()
 	}
-	if limit, ok := memoryLimit(cfg.MaxBodyMemory, os.Getenv("GOMEMLIMIT")); ok {
-		debug.SetMemoryLimit(limit)
-	}
+	tuneGC(cfg.MaxBodyMemory)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := node.New(ctx, *cfg, node.Options{Version: docket.Version(), ClockOffset: *clockOffset})

@@ -121,6 +121,17 @@ func MemoryLimit(maxBodyMemory int64) int64 {
 	return 3*maxBodyMemory + 256<<20
 }
 
+// GCPercent is the garbage collector's target (GOGC) `docket serve` and
+// the in-process `docket bench` set when GOGC is not set and a soft memory
+// limit is in force (MemoryLimit, or GOMEMLIMIT's), which bounds the heap
+// whatever the target. A node's live heap is a few megabytes while it
+// allocates about 9 KB a task: at Go's default of 100, a PostgreSQL
+// burn-down of 33,000 tasks a second collected 55 times a second, each
+// time scanning the stacks of its 2,000 workers, and the collector was
+// about a third of the node's CPU; at 400 it collects a quarter as often
+// for a heap of a few tens of megabytes (BENCHMARKS.md).
+const GCPercent = 400
+
 // HeartbeatInterval is the default heartbeat interval for a lease TTL.
 func HeartbeatInterval(leaseTTL time.Duration) time.Duration {
 	return leaseTTL / HeartbeatsPerLease

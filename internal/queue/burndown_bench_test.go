@@ -1,15 +1,17 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,9 +23,11 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/docket-dev/docket/dockettype"
+	"github.com/docket-dev/docket/internal/defaults"
 	"github.com/docket-dev/docket/internal/logtest"
 	"github.com/docket-dev/docket/internal/store"
 	"github.com/docket-dev/docket/internal/store/postgres"
@@ -81,8 +85,10 @@ func BenchmarkBurnDownTracing(b *testing.B) {
 				t := burnDown(b, open, b.N, true, false)
 				off, on = append(off, o.tasksPerSec), append(on, t.tasksPerSec)
 				ratio, spans = append(ratio, t.tasksPerSec/o.tasksPerSec), append(spans, t.spansPerTask)
-				b.Logf("round %d: off %.0f tasks/s, on %.0f tasks/s (%.3f), %.3f spans/task exported; node CPU off %.1f µs/task, on %.1f",
-					len(off), o.tasksPerSec, t.tasksPerSec, t.tasksPerSec/o.tasksPerSec, t.spansPerTask, o.nodeCPU, t.nodeCPU)
+				b.Logf("round %d: off %.0f tasks/s, on %.0f tasks/s (%.3f), %.3f spans/task exported; node CPU off %.1f µs/task, on %.1f; "+
+					"allocated off %.0f B/task, on %.0f; collections off %d, on %d",
+					len(off), o.tasksPerSec, t.tasksPerSec, t.tasksPerSec/o.tasksPerSec, t.spansPerTask, o.nodeCPU, t.nodeCPU,
+					o.allocated, t.allocated, o.collections, t.collections)
 			}
 			b.ReportMetric(median(off), "off-tasks/s")
 			b.ReportMetric(median(on), "on-tasks/s")
@@ -90,6 +96,21 @@ func BenchmarkBurnDownTracing(b *testing.B) {
 			b.ReportMetric(median(spans), "spans/task")
 		})
 	}
+}
+
+// serveGC runs the collector as `docket serve` and `docket bench` do by
+// default (defaults.GCPercent under the default soft memory limit), unless
+// GOGC or GOMEMLIMIT say otherwise, until b ends.
+func serveGC(b *testing.B) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	pct := debug.SetGCPercent(defaults.GCPercent)
+	limit := debug.SetMemoryLimit(defaults.MemoryLimit(defaults.MaxBodyMemory))
+	b.Cleanup(func() {
+		debug.SetGCPercent(pct)
+		debug.SetMemoryLimit(limit)
+	})
 }
 
 // benchRounds is BENCH_ROUNDS, or def.
@@ -137,6 +158,8 @@ type burnDownResult struct {
 	tasksPerSec  float64
 	spansPerTask float64 // exported, when traced
 	nodeCPU      float64 // this process's CPU per task over the drain, µs (see cpuSeconds)
+	allocated    float64 // bytes allocated per task over the drain
+	collections  uint32  // garbage collections over the drain
 }
 
 // burnDown admits n tasks on a fresh store, then times their drain. With
@@ -147,6 +170,7 @@ type burnDownResult struct {
 // trace is sampled, as a parent-based sampler with that ratio would have
 // decided at admission: the others' spans are not recorded.
 func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownResult {
+	serveGC(b)
 	st := open(b)
 	defer st.Close()
 	ctx := context.Background()
@@ -196,6 +220,8 @@ func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownR
 	}
 	start := time.Now()
 	cpu0 := cpuSeconds()
+	var mem0, mem1 runtime.MemStats
+	runtime.ReadMemStats(&mem0)
 	if err := svc.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -206,13 +232,15 @@ func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownR
 	tick.Stop()
 	elapsed := time.Since(start)
 	cpu1 := cpuSeconds()
+	runtime.ReadMemStats(&mem1)
 	if timer {
 		b.StopTimer()
 		elapsed = b.Elapsed()
 	}
 	svc.Stop()
 	r := burnDownResult{tasksPerSec: float64(n) / elapsed.Seconds(),
-		nodeCPU: (cpu1 - cpu0) / float64(n) * 1e6}
+		nodeCPU:   (cpu1 - cpu0) / float64(n) * 1e6,
+		allocated: float64(mem1.TotalAlloc-mem0.TotalAlloc) / float64(n), collections: mem1.NumGC - mem0.NumGC}
 	if tp != nil {
 		if err := tp.Shutdown(context.Background()); err != nil {
 			b.Fatal(err)
@@ -222,26 +250,36 @@ func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownR
 	return r
 }
 
-// benchTracing starts an OTLP/HTTP receiver that keeps what it is sent
-// (decoded only when counted, after the timed drain, so that its work does
-// not weigh on the figure), and the provider a node would make with
-// OTEL_EXPORTER_OTLP_ENDPOINT pointing at it. count returns the spans
-// received.
+// benchTracing starts an OTLP/HTTP receiver, and the provider a node
+// would make with OTEL_EXPORTER_OTLP_ENDPOINT pointing at it. The receiver
+// stands for a collector, which runs in a process of its own: it reads
+// each export into a buffer it reuses and counts its spans as it walks the
+// message, keeping nothing, so that the node's process pays as little as
+// can be for work that is not the node's. count returns the spans received.
 func benchTracing(b *testing.B) (tp *otlp.Provider, count func() int) {
 	var (
-		mu     sync.Mutex
-		bodies [][]byte
+		mu    sync.Mutex
+		spans int
+		buf   []byte
+		bad   error
 	)
 	empty, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, err := io.ReadAll(r.Body)
-		if err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		bb := bytes.NewBuffer(buf[:0])
+		if _, err := bb.ReadFrom(r.Body); err != nil {
 			http.Error(w, "bad export", http.StatusBadRequest)
 			return
 		}
-		mu.Lock()
-		bodies = append(bodies, raw)
-		mu.Unlock()
+		buf = bb.Bytes()
+		n, err := countExportSpans(buf)
+		if err != nil {
+			bad = err
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		spans += n
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(empty)
 	}))
@@ -254,19 +292,51 @@ func benchTracing(b *testing.B) (tp *otlp.Provider, count func() int) {
 	count = func() int {
 		mu.Lock()
 		defer mu.Unlock()
-		n := 0
-		for _, raw := range bodies {
-			var req coltracepb.ExportTraceServiceRequest
-			if err := proto.Unmarshal(raw, &req); err != nil {
-				b.Fatalf("the receiver got a body that is no export: %v", err)
-			}
-			for _, rs := range req.GetResourceSpans() {
-				for _, ss := range rs.GetScopeSpans() {
-					n += len(ss.GetSpans())
-				}
-			}
+		if bad != nil {
+			b.Fatalf("the receiver got a body that is no export: %v", bad)
 		}
-		return n
+		return spans
 	}
 	return tp, count
+}
+
+// countExportSpans counts the spans of an ExportTraceServiceRequest
+// (resource_spans = 1, their scope_spans = 2, their spans = 2) without
+// decoding them.
+func countExportSpans(raw []byte) (int, error) {
+	n := 0
+	err := eachField(raw, 1, func(rs []byte) error {
+		return eachField(rs, 2, func(ss []byte) error {
+			return eachField(ss, 2, func([]byte) error { n++; return nil })
+		})
+	})
+	return n, err
+}
+
+// eachField calls f with each length-delimited field num of msg.
+func eachField(msg []byte, num protowire.Number, f func([]byte) error) error {
+	for len(msg) > 0 {
+		got, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		msg = msg[n:]
+		if got == num && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(msg)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			if err := f(v); err != nil {
+				return err
+			}
+			msg = msg[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(got, typ, msg)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		msg = msg[n:]
+	}
+	return nil
 }

@@ -396,7 +396,7 @@ func (c *completer) write(ctx context.Context, items []*finishRequest) error {
 		// Off the loop: the next batch is not held up by this one's spans.
 		now, written := c.clock.Now(), slices.Clone(items)
 		c.spanning.Go(func() {
-			b := newEndedBatch(len(written), 5)
+			b := newEndedBatch(len(written), 4)
 			for i, r := range written {
 				c.spans.finish(b, finishTask{traceID: r.traceID, attempt: r.attempt, unsampled: r.unsampled},
 					&r.item, r.handed, now, res[i].Applied, res[i].State, trace.SpanContext{})

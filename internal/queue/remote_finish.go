@@ -149,7 +149,7 @@ func (s *Service) writeRemote(ctx context.Context, st remoteStore, op string, n 
 	}
 	if s.spans.on {
 		now, link := s.clock.Now(), trace.SpanContextFromContext(ctx)
-		b := newEndedBatch(len(res), 5)
+		b := newEndedBatch(len(res), 4)
 		for j, r := range res {
 			c := checked[index[j]].claims
 			s.spans.finish(b, finishTask{traceID: c.TraceID, attempt: c.Attempt, unsampled: c.TraceUnsampled},

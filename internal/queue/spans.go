@@ -19,13 +19,15 @@ import (
 // fenced finishes. With tracing off (Config.TracerProvider nil or no-op)
 // every method returns at once, having built nothing.
 type spans struct {
-	on     bool
-	tracer trace.Tracer
-	writer tracing.SpanWriter // the wait and finish spans, a batch at a time
+	on      bool
+	tracer  trace.Tracer
+	writer  tracing.SpanWriter  // the wait and finish spans, a batch at a time
+	starter tracing.SpanStarter // in-process runs
 }
 
 func newSpans(tp trace.TracerProvider) spans {
-	return spans{on: tracing.Enabled(tp), tracer: tracing.Tracer(tp), writer: tracing.WriterFor(tp)}
+	return spans{on: tracing.Enabled(tp), tracer: tracing.Tracer(tp), writer: tracing.WriterFor(tp),
+		starter: tracing.StarterFor(tp)}
 }
 
 // taskAttrs are the attributes of a task's docket.task span. Its later
@@ -95,7 +97,7 @@ func (s spans) queueWaits(claimed []*store.ClaimedTask, now time.Time, remote bo
 	if !s.on {
 		return
 	}
-	b := newEndedBatch(len(claimed), 3)
+	b := newEndedBatch(len(claimed), 2)
 	for _, c := range claimed {
 		t := c.Task
 		if t.Attempt != 1 {
@@ -138,7 +140,9 @@ func (s spans) write(b *endedBatch) {
 }
 
 // startRun starts an in-process attempt's span, under the task's span; ctx
-// carries it to the workflow, whose own spans are its children.
+// carries it to the workflow, whose own spans are its children. Its
+// attributes are set when it ends, all at once (endRun): the SDK grows a
+// span's attributes by what each call adds.
 func (s spans) startRun(ctx context.Context, c *store.ClaimedTask) (context.Context, trace.Span) {
 	if !s.on {
 		return ctx, nil
@@ -148,23 +152,26 @@ func (s spans) startRun(ctx context.Context, c *store.ClaimedTask) (context.Cont
 	if !sc.IsValid() {
 		return ctx, nil
 	}
-	return s.tracer.Start(trace.ContextWithRemoteSpanContext(ctx, sc), tracing.SpanRun,
-		trace.WithAttributes(tracing.AttrTaskID.String(t.ID), tracing.AttrAttempt.Int(t.Attempt)))
+	return s.starter.StartSpan(ctx, tracing.SpanRun, sc)
 }
 
 // endRun ends an attempt's span with what the worker decided.
-func endRun(span trace.Span, item *store.FinishItem, stopped bool) {
+func endRun(span trace.Span, t *dockettype.Task, item *store.FinishItem, stopped bool) {
 	if span == nil {
 		return
 	}
+	attrs := [4]attribute.KeyValue{tracing.AttrTaskID.String(t.ID), tracing.AttrAttempt.Int(t.Attempt)}
+	n := 3
 	switch {
 	case stopped:
-		span.SetAttributes(tracing.AttrOutcome.String("stopped"))
+		attrs[2] = tracing.AttrOutcome.String("stopped")
 	case item.Code != "":
-		span.SetAttributes(tracing.AttrOutcome.String(outcomeName(item.Kind)), tracing.AttrCode.String(metrics.CodeLabel(item.Code)))
+		attrs[2], attrs[3] = tracing.AttrOutcome.String(outcomeName(item.Kind)), tracing.AttrCode.String(metrics.CodeLabel(item.Code))
+		n = 4
 	default:
-		span.SetAttributes(tracing.AttrOutcome.String(outcomeName(item.Kind)))
+		attrs[2] = tracing.AttrOutcome.String(outcomeName(item.Kind))
 	}
+	span.SetAttributes(attrs[:n]...)
 	if !stopped && (item.Kind == store.FinishFail || item.Kind == store.FinishRetry) {
 		span.SetStatus(codes.Error, "")
 	}

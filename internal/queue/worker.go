@@ -96,7 +96,7 @@ func (w *worker) work(runCtx, spanCtx context.Context, span trace.Span, cancel c
 		if !errors.Is(context.Cause(runCtx), errShutdown) {
 			// Stopped by cancel, deadline or lease loss: the task's state
 			// was decided elsewhere. Not a failure.
-			endRun(span, nil, true)
+			endRun(span, task, nil, true)
 			w.leases.remove(lease)
 			return
 		}
@@ -115,7 +115,7 @@ func (w *worker) work(runCtx, spanCtx context.Context, span trace.Span, cancel c
 			req.item.Kind = store.FinishFail
 		}
 	}
-	endRun(span, &req.item, false)
+	endRun(span, task, &req.item, false)
 	if w.spans.on {
 		req.handed = w.clock.Now()
 	}

@@ -21,8 +21,8 @@ type EndedSpan struct {
 	Link       trace.SpanContext    // a linked span, when valid
 }
 
-// SpanWriter writes ended spans. WriteSpans keeps the spans' attribute
-// slices (the caller does not reuse them) and nothing else of spans.
+// SpanWriter writes ended spans. WriteSpans may keep the spans and their
+// attribute slices until they are exported: the caller does not reuse them.
 type SpanWriter interface {
 	WriteSpans(spans []EndedSpan)
 }
@@ -59,4 +59,27 @@ func (w tracerWriter) WriteSpans(spans []EndedSpan) {
 		_, span := w.tracer.Start(ctx, s.Name, opts...)
 		span.End(trace.WithTimestamp(s.End))
 	}
+}
+
+// SpanStarter starts a span under a remote parent: a task's in-process
+// run, whose context the workflow's own spans join.
+type SpanStarter interface {
+	StartSpan(ctx context.Context, name string, parent trace.SpanContext) (context.Context, trace.Span)
+}
+
+// StarterFor returns tp itself when it is a SpanStarter (the providers
+// package tracing/otlp builds record such a span themselves, at a
+// fraction of the SDK's cost, until it is asked for more than Docket
+// asks), otherwise one that starts spans with tp's tracer.
+func StarterFor(tp trace.TracerProvider) SpanStarter {
+	if s, ok := tp.(SpanStarter); ok {
+		return s
+	}
+	return tracerStarter{Tracer(tp)}
+}
+
+type tracerStarter struct{ tracer trace.Tracer }
+
+func (s tracerStarter) StartSpan(ctx context.Context, name string, parent trace.SpanContext) (context.Context, trace.Span) {
+	return s.tracer.Start(trace.ContextWithRemoteSpanContext(ctx, parent), name)
 }

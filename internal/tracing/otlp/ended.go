@@ -28,42 +28,32 @@ import (
 // resource and scope, and the processor's OnEnd (OnStart is not called:
 // the span is already over).
 type endedWriter struct {
-	proc    sdktrace.SpanProcessor
-	sampler sdktrace.Sampler
-	limits  sdktrace.SpanLimits
-	res     *resource.Resource
-	scope   instrumentation.Scope
-	ids     *idGenerator
+	proc        sdktrace.SpanProcessor
+	sampler     sdktrace.Sampler
+	parentBased bool // sampler is a ParentBased one (see samplerFromEnv)
+	limits      sdktrace.SpanLimits
+	res         *resource.Resource
+	scope       instrumentation.Scope
+	ids         *idGenerator
 }
 
 func (w *endedWriter) WriteSpans(spans []tracing.EndedSpan) {
 	out := make([]endedSpan, len(spans)) // one object for the batch
 	for i := range spans {
 		s := &spans[i]
-		o := &out[i]
-		ctx := context.Background()
-		tid := s.Parent.TraceID()
-		if s.Parent.IsValid() {
-			ctx = trace.ContextWithRemoteSpanContext(ctx, s.Parent)
-			o.parent = s.Parent
-		} else {
-			tid, _ = w.ids.NewIDs(ctx)
-		}
 		var links []trace.Link
 		if s.Link.IsValid() {
 			links = []trace.Link{{SpanContext: s.Link}}
 		}
-		res := w.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid, Name: s.Name,
-			Kind: s.Kind, Attributes: s.Attrs, Links: links})
-		if res.Decision != sdktrace.RecordAndSample {
+		sc, extra, ok := w.decide(s.Parent, s.Name, s.Kind, s.Attrs, links)
+		if !ok {
 			continue // the provider's batch processor exports sampled spans only
 		}
-		o.sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: w.ids.NewSpanID(ctx, tid),
-			TraceFlags: s.Parent.TraceFlags() | trace.FlagsSampled, TraceState: res.Tracestate})
-		o.name, o.kind, o.start, o.end, o.w = s.Name, trace.ValidateSpanKind(s.Kind), s.Start, s.End, w
+		o := &out[i]
+		o.s, o.w, o.sc = s, w, sc
 		attrs := s.Attrs
-		if len(res.Attributes) > 0 {
-			attrs = append(slices.Clip(attrs), res.Attributes...)
+		if len(extra) > 0 {
+			attrs = append(slices.Clip(attrs), extra...)
 		}
 		o.attrs, o.droppedAttrs = w.limit(attrs)
 		if len(links) > 0 {
@@ -75,6 +65,38 @@ func (w *endedWriter) WriteSpans(spans []tracing.EndedSpan) {
 		}
 		w.proc.OnEnd(o)
 	}
+}
+
+// decide is the sampler's decision for a span under parent (a new trace
+// when parent is invalid): its span context, with a new span ID, and the
+// attributes the sampler adds; ok is false when the span is not sampled.
+func (w *endedWriter) decide(parent trace.SpanContext, name string, kind trace.SpanKind, attrs []attribute.KeyValue,
+	links []trace.Link) (sc trace.SpanContext, extra []attribute.KeyValue, ok bool) {
+	tid, ts := parent.TraceID(), parent.TraceState()
+	if parent.IsValid() && parent.IsRemote() && w.parentBased {
+		// A parent-based sampler follows a remote parent's flag and keeps
+		// its trace state (its default remote-parent samplers, the only
+		// ones the OTEL_TRACES_SAMPLER values give it).
+		if !parent.IsSampled() {
+			return sc, nil, false
+		}
+	} else {
+		ctx := context.Background()
+		if parent.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+		} else {
+			tid, _ = w.ids.NewIDs(ctx)
+		}
+		res := w.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid, Name: name,
+			Kind: kind, Attributes: attrs, Links: links})
+		if res.Decision != sdktrace.RecordAndSample {
+			return sc, nil, false
+		}
+		ts, extra = res.Tracestate, res.Attributes
+	}
+	sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: w.ids.NewSpanID(context.Background(), tid),
+		TraceFlags: parent.TraceFlags() | trace.FlagsSampled, TraceState: ts})
+	return sc, extra, true
 }
 
 // limit applies the span limits to attributes: the count, then each
@@ -105,27 +127,26 @@ func (w *endedWriter) limit(attrs []attribute.KeyValue) ([]attribute.KeyValue, i
 type endedSpan struct {
 	sdktrace.ReadOnlySpan
 
+	s            *tracing.EndedSpan // the span as written
 	w            *endedWriter
-	name         string
-	sc, parent   trace.SpanContext
-	kind         trace.SpanKind
-	start, end   time.Time
+	sc           trace.SpanContext
 	attrs        []attribute.KeyValue
 	links        []sdktrace.Link
+	status       sdktrace.Status
 	droppedAttrs int
 	droppedLinks int
 }
 
-func (s *endedSpan) Name() string                                { return s.name }
+func (s *endedSpan) Name() string                                { return s.s.Name }
 func (s *endedSpan) SpanContext() trace.SpanContext              { return s.sc }
-func (s *endedSpan) Parent() trace.SpanContext                   { return s.parent }
-func (s *endedSpan) SpanKind() trace.SpanKind                    { return s.kind }
-func (s *endedSpan) StartTime() time.Time                        { return s.start }
-func (s *endedSpan) EndTime() time.Time                          { return s.end }
+func (s *endedSpan) Parent() trace.SpanContext                   { return s.s.Parent }
+func (s *endedSpan) SpanKind() trace.SpanKind                    { return trace.ValidateSpanKind(s.s.Kind) }
+func (s *endedSpan) StartTime() time.Time                        { return s.s.Start }
+func (s *endedSpan) EndTime() time.Time                          { return s.s.End }
 func (s *endedSpan) Attributes() []attribute.KeyValue            { return s.attrs }
 func (s *endedSpan) Links() []sdktrace.Link                      { return s.links }
 func (s *endedSpan) Events() []sdktrace.Event                    { return nil }
-func (s *endedSpan) Status() sdktrace.Status                     { return sdktrace.Status{} }
+func (s *endedSpan) Status() sdktrace.Status                     { return s.status }
 func (s *endedSpan) InstrumentationScope() instrumentation.Scope { return s.w.scope }
 func (s *endedSpan) Resource() *resource.Resource                { return s.w.res }
 func (s *endedSpan) DroppedAttributes() int                      { return s.droppedAttrs }
@@ -139,8 +160,9 @@ func (s *endedSpan) InstrumentationLibrary() instrumentation.Library { return s.
 // samplerFromEnv is the sampler OTEL_TRACES_SAMPLER and
 // OTEL_TRACES_SAMPLER_ARG name, as the SDK reads them (parentbased_always_on
 // when unset), except that a value it does not know is an error here
-// rather than a logged fallback.
-func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
+// rather than a logged fallback. parentBased says it is one of the
+// parentbased_ samplers, whose remote-parent samplers are the defaults.
+func samplerFromEnv(getenv func(string) string) (s sdktrace.Sampler, parentBased bool, err error) {
 	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
 	arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG"))
 	ratio := func() (sdktrace.Sampler, error) {
@@ -155,21 +177,22 @@ func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
 	}
 	switch name {
 	case "", "parentbased_always_on":
-		return sdktrace.ParentBased(sdktrace.AlwaysSample()), nil
+		return sdktrace.ParentBased(sdktrace.AlwaysSample()), true, nil
 	case "always_on":
-		return sdktrace.AlwaysSample(), nil
+		return sdktrace.AlwaysSample(), false, nil
 	case "always_off":
-		return sdktrace.NeverSample(), nil
+		return sdktrace.NeverSample(), false, nil
 	case "traceidratio":
-		return ratio()
+		r, err := ratio()
+		return r, false, err
 	case "parentbased_always_off":
-		return sdktrace.ParentBased(sdktrace.NeverSample()), nil
+		return sdktrace.ParentBased(sdktrace.NeverSample()), true, nil
 	case "parentbased_traceidratio":
 		r, err := ratio()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return sdktrace.ParentBased(r), nil
+		return sdktrace.ParentBased(r), true, nil
 	}
-	return nil, fmt.Errorf("tracing: OTEL_TRACES_SAMPLER %q is not supported", name)
+	return nil, false, fmt.Errorf("tracing: OTEL_TRACES_SAMPLER %q is not supported", name)
 }

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -173,11 +175,149 @@ func TestSamplerFromEnv(t *testing.T) {
 		{"parentbased_traceidratio", "", true}, {"parentbased_always_off", "", true},
 		{"traceidratio", "2", false}, {"traceidratio", "x", false}, {"jaeger_remote", "", false},
 	} {
-		_, err := samplerFromEnv(func(k string) string {
+		_, _, err := samplerFromEnv(func(k string) string {
 			return map[string]string{"OTEL_TRACES_SAMPLER": c.name, "OTEL_TRACES_SAMPLER_ARG": c.arg}[k]
 		})
 		if (err == nil) != c.ok {
 			t.Errorf("%q %q: error %v, want ok %v", c.name, c.arg, err, c.ok)
 		}
+	}
+}
+
+// startBothWays runs ops on a span started by a provider's StartSpan and
+// on one started through the SDK's tracer (on a second provider built
+// alike), and returns what each recorded.
+func startBothWays(t *testing.T, parent trace.SpanContext, ops func(ctx context.Context, s trace.Span)) (live, viaAPI []sdktrace.ReadOnlySpan) {
+	t.Helper()
+	rec, apiRec := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	p, err := NewProvider(rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := NewProvider(apiRec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	defer api.Shutdown(context.Background())
+	if tracing.StarterFor(p) != tracing.SpanStarter(p) {
+		t.Fatal("the provider is not its own starter")
+	}
+	ctx, s := p.StartSpan(context.Background(), tracing.SpanRun, parent)
+	ops(ctx, s)
+	ctx, s = tracing.StarterFor(api.TracerProvider).StartSpan(context.Background(), tracing.SpanRun, parent)
+	ops(ctx, s)
+	return rec.Ended(), apiRec.Ended()
+}
+
+// What Docket does with a run's span (attributes, an error status, End)
+// the provider records itself, as the SDK would; the workflow's own spans
+// are its children.
+func TestLiveSpanAsTheSDKRecordsIt(t *testing.T) {
+	parent := tracing.TaskSpanContext("4bf92f3577b34da6a3ce929d0e0e4736", "task-1", true)
+	start := time.Now()
+	var liveSpan trace.SpanContext
+	live, viaAPI := startBothWays(t, parent, func(ctx context.Context, s trace.Span) {
+		if !s.IsRecording() {
+			t.Fatal("a sampled task's run span does not record")
+		}
+		_, child := s.TracerProvider().Tracer("workflow").Start(ctx, "workflow.own")
+		child.End()
+		s.SetAttributes(tracing.AttrTaskID.String("task-1"), tracing.AttrAttempt.Int(2), tracing.AttrOutcome.String("fail"))
+		s.SetStatus(codes.Error, "")
+		s.SetStatus(codes.Unset, "")
+		s.End()
+		s.End() // once only
+		if s.IsRecording() {
+			t.Error("an ended span records")
+		}
+		if !liveSpan.IsValid() {
+			liveSpan = s.SpanContext()
+		}
+	})
+	if len(live) != 2 || len(viaAPI) != 2 {
+		t.Fatalf("recorded %d and %d spans, want the child and the run each", len(live), len(viaAPI))
+	}
+	child, run := live[0], live[1]
+	if !run.SpanContext().Equal(liveSpan) || child.Parent().SpanID() != liveSpan.SpanID() || child.SpanContext().TraceID() != parent.TraceID() {
+		t.Errorf("run %v, child under %v", run.SpanContext(), child.Parent())
+	}
+	if run.StartTime().Before(start) || run.EndTime().Before(run.StartTime()) {
+		t.Errorf("run from %v to %v", run.StartTime(), run.EndTime())
+	}
+	compareStubs(t, run, viaAPI[1])
+}
+
+// A call Docket does not make (an event, an error, a link, a new name, an
+// attribute set again) hands the span to the SDK, with its IDs, start and
+// what it had recorded: the result is the SDK's span.
+func TestLiveSpanUpgrades(t *testing.T) {
+	parent := tracing.TaskSpanContext("4bf92f3577b34da6a3ce929d0e0e4736", "task-1", true)
+	at := time.Unix(1_700_000_000, 0)
+	var ids []trace.SpanContext
+	live, viaAPI := startBothWays(t, parent, func(_ context.Context, s trace.Span) {
+		ids = append(ids, s.SpanContext())
+		s.SetAttributes(tracing.AttrTaskID.String("task-1"))
+		s.SetStatus(codes.Error, "first")
+		s.SetAttributes(tracing.AttrTaskID.String("task-2"), attribute.Bool("mine", true)) // again: the SDK's from here
+		s.AddEvent("step", trace.WithTimestamp(at), trace.WithAttributes(attribute.Int("n", 1)))
+		s.RecordError(errors.New("boom"), trace.WithTimestamp(at))
+		s.AddLink(trace.Link{SpanContext: parent})
+		s.SetName("renamed")
+		s.End(trace.WithTimestamp(at.Add(time.Second)))
+	})
+	if len(live) != 1 || len(viaAPI) != 1 {
+		t.Fatalf("recorded %d and %d spans", len(live), len(viaAPI))
+	}
+	if !live[0].SpanContext().Equal(ids[0]) {
+		t.Errorf("the SDK's span %v, want the IDs handed out at start %v", live[0].SpanContext(), ids[0])
+	}
+	compareStubs(t, live[0], viaAPI[0])
+	d, a := tracetest.SpanStubFromReadOnlySpan(live[0]), tracetest.SpanStubFromReadOnlySpan(viaAPI[0])
+	if len(d.Events) != 2 || len(a.Events) != 2 || d.Events[1].Name != "exception" || len(d.Links) != 1 || d.Name != "renamed" {
+		t.Errorf("events %v, links %v, name %s", d.Events, d.Links, d.Name)
+	}
+}
+
+// An unsampled task's run span records nothing, and neither do its
+// children.
+func TestLiveSpanUnsampled(t *testing.T) {
+	parent := tracing.TaskSpanContext("4bf92f3577b34da6a3ce929d0e0e4736", "task-1", false)
+	live, viaAPI := startBothWays(t, parent, func(ctx context.Context, s trace.Span) {
+		if s.IsRecording() {
+			t.Error("an unsampled task's run span records")
+		}
+		_, child := s.TracerProvider().Tracer("workflow").Start(ctx, "workflow.own")
+		child.End()
+		s.End()
+	})
+	if len(live) != 0 || len(viaAPI) != 0 {
+		t.Fatalf("recorded %d and %d spans", len(live), len(viaAPI))
+	}
+}
+
+// compareStubs compares two recorded spans but for their span IDs and
+// times.
+func compareStubs(t *testing.T, got, want sdktrace.ReadOnlySpan) {
+	t.Helper()
+	d, a := tracetest.SpanStubFromReadOnlySpan(got), tracetest.SpanStubFromReadOnlySpan(want)
+	d.SpanContext, a.SpanContext = d.SpanContext.WithSpanID(trace.SpanID{}), a.SpanContext.WithSpanID(trace.SpanID{})
+	d.StartTime, a.StartTime = time.Time{}, time.Time{}
+	d.EndTime, a.EndTime = time.Time{}, time.Time{}
+	if d.Resource.Equivalent() != a.Resource.Equivalent() {
+		t.Errorf("resource %v, want %v", d.Resource, a.Resource)
+	}
+	d.Resource, a.Resource = nil, nil
+	if len(d.Events) != len(a.Events) {
+		t.Errorf("events %v, want %v", d.Events, a.Events)
+	}
+	for i := range min(len(d.Events), len(a.Events)) {
+		if d.Events[i].Name != a.Events[i].Name || !sameAttrs(d.Events[i].Attributes, a.Events[i].Attributes) {
+			t.Errorf("event %d: %v, want %v", i, d.Events[i], a.Events[i])
+		}
+	}
+	d.Events, a.Events = nil, nil
+	if diff := stubDiff(d, a); diff != "" {
+		t.Errorf("%s differs from the SDK's: %s", a.Name, diff)
 	}
 }

@@ -51,7 +51,7 @@ func (p *Provider) WriteSpans(spans []tracing.EndedSpan) {
 // the SDK's default resource. Tests build theirs with it, over an
 // in-memory processor.
 func NewProvider(proc sdktrace.SpanProcessor, res *resource.Resource) (*Provider, error) {
-	sampler, err := samplerFromEnv(os.Getenv)
+	sampler, parentBased, err := samplerFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func NewProvider(proc sdktrace.SpanProcessor, res *resource.Resource) (*Provider
 	ids, limits := &idGenerator{}, sdktrace.NewSpanLimits()
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(proc), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sampler), sdktrace.WithRawSpanLimits(limits), sdktrace.WithIDGenerator(ids))
-	return &Provider{TracerProvider: sdk, sdk: sdk, ended: &endedWriter{proc: proc, sampler: sampler, limits: limits,
+	return &Provider{TracerProvider: sdk, sdk: sdk, ended: &endedWriter{proc: proc, sampler: sampler, parentBased: parentBased, limits: limits,
 		res: res, scope: instrumentation.Scope{Name: tracing.Scope}, ids: ids}}, nil
 }
 
