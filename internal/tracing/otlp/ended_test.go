@@ -39,23 +39,31 @@ func endedSample() []tracing.EndedSpan {
 	}
 }
 
+// twoProviders are two providers built alike, each recording its spans,
+// shut down at the test's end.
+func twoProviders(t *testing.T, res *resource.Resource) (p, api *Provider, rec, apiRec *tracetest.SpanRecorder) {
+	t.Helper()
+	rec, apiRec = tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	var err error
+	if p, err = NewProvider(rec, res); err != nil {
+		t.Fatal(err)
+	}
+	if api, err = NewProvider(apiRec, res); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.Shutdown(context.Background())
+		_ = api.Shutdown(context.Background())
+	})
+	return p, api, rec, apiRec
+}
+
 // writeBothWays writes spans through a provider's writer and, on a second
 // provider built alike, through its tracer's API (the SDK's own way); it
 // returns what each recorded.
 func writeBothWays(t *testing.T, spans []tracing.EndedSpan) (direct, viaAPI []sdktrace.ReadOnlySpan) {
 	t.Helper()
-	res := resource.NewSchemaless(attribute.String("service.name", "docket"))
-	rec, apiRec := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	p, err := NewProvider(rec, res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := NewProvider(apiRec, res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
-	defer api.Shutdown(context.Background())
+	p, api, rec, apiRec := twoProviders(t, resource.NewSchemaless(attribute.String("service.name", "docket")))
 	copied := func() []tracing.EndedSpan { // each writer keeps its attributes
 		out := make([]tracing.EndedSpan, len(spans))
 		for i, s := range spans {
@@ -189,17 +197,7 @@ func TestSamplerFromEnv(t *testing.T) {
 // alike), and returns what each recorded.
 func startBothWays(t *testing.T, parent trace.SpanContext, ops func(ctx context.Context, s trace.Span)) (live, viaAPI []sdktrace.ReadOnlySpan) {
 	t.Helper()
-	rec, apiRec := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	p, err := NewProvider(rec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := NewProvider(apiRec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
-	defer api.Shutdown(context.Background())
+	p, api, rec, apiRec := twoProviders(t, nil)
 	if tracing.StarterFor(p) != tracing.SpanStarter(p) {
 		t.Fatal("the provider is not its own starter")
 	}
