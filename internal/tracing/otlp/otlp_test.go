@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
@@ -83,5 +84,29 @@ func TestIDGenerator(t *testing.T) {
 	}
 	if len(rec.Ended()) != 4 {
 		t.Fatalf("%d spans ended", len(rec.Ended()))
+	}
+}
+
+// Docket's queue and batch sizes apply where the OTEL_BSP_ variables are
+// not set, and only there.
+func TestBatchOptions(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{}, 2},
+		{map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "4096"}, 1},
+		{map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "4096", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "512"}, 0},
+	} {
+		if got := batchOptions(func(k string) string { return c.env[k] }); len(got) != c.want {
+			t.Errorf("%v: %d options, want %d", c.env, len(got), c.want)
+		}
+	}
+	var o sdktrace.BatchSpanProcessorOptions
+	for _, opt := range batchOptions(func(string) string { return "" }) {
+		opt(&o)
+	}
+	if o.MaxQueueSize != batchQueue || o.MaxExportBatchSize != batchExport {
+		t.Errorf("options set %+v", o)
 	}
 }
