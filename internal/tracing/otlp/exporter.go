@@ -88,7 +88,7 @@ func httpConfigFromEnv(getenv func(string) string, readFile func(string) ([]byte
 		u.Path = path.Join("/", u.Path, "v1/traces")
 		cfg.url = u.String()
 	} else {
-		return cfg, errors.New("tracing: no OTLP endpoint")
+		return cfg, errors.New("no OTLP endpoint")
 	}
 
 	if v, ok := get("HEADERS"); ok {
@@ -96,11 +96,11 @@ func httpConfigFromEnv(getenv func(string) string, readFile func(string) ([]byte
 			k, val, found := strings.Cut(pair, "=")
 			k = strings.TrimSpace(k)
 			if !found || k == "" {
-				return cfg, errors.New("tracing: OTEL_EXPORTER_OTLP headers: an entry is not key=value")
+				return cfg, errors.New("OTEL_EXPORTER_OTLP headers: an entry is not key=value")
 			}
 			dec, err := url.PathUnescape(strings.TrimSpace(val))
 			if err != nil {
-				return cfg, fmt.Errorf("tracing: OTEL_EXPORTER_OTLP headers: the value of %q is not URL-encoded", k)
+				return cfg, fmt.Errorf("OTEL_EXPORTER_OTLP headers: the value of %q is not URL-encoded", k)
 			}
 			cfg.headers[k] = dec
 		}
@@ -111,13 +111,13 @@ func httpConfigFromEnv(getenv func(string) string, readFile func(string) ([]byte
 			cfg.gzip = true
 		case "none":
 		default:
-			return cfg, fmt.Errorf("tracing: OTLP compression %q is not supported (gzip or none)", v)
+			return cfg, fmt.Errorf("OTLP compression %q is not supported (gzip or none)", v)
 		}
 	}
 	if v, ok := get("TIMEOUT"); ok {
 		ms, err := strconv.Atoi(v)
 		if err != nil || ms <= 0 {
-			return cfg, fmt.Errorf("tracing: OTLP timeout %q is not a positive number of milliseconds", v)
+			return cfg, fmt.Errorf("OTLP timeout %q is not a positive number of milliseconds", v)
 		}
 		cfg.timeout = time.Duration(ms) * time.Millisecond
 	}
@@ -127,31 +127,31 @@ func httpConfigFromEnv(getenv func(string) string, readFile func(string) ([]byte
 	if file, ok := get("CERTIFICATE"); ok {
 		pem, err := readFile(file)
 		if err != nil {
-			return cfg, fmt.Errorf("tracing: OTLP certificate: %w", err)
+			return cfg, fmt.Errorf("OTLP certificate: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return cfg, errors.New("tracing: OTLP certificate: no PEM certificate in the file")
+			return cfg, errors.New("OTLP certificate: no PEM certificate in the file")
 		}
 		tlsConf.RootCAs, custom = pool, true
 	}
 	certFile, okCert := get("CLIENT_CERTIFICATE")
 	keyFile, okKey := get("CLIENT_KEY")
 	if okCert != okKey {
-		return cfg, errors.New("tracing: OTLP client certificate and key are set together")
+		return cfg, errors.New("OTLP client certificate and key are set together")
 	}
 	if okCert {
 		certPEM, err := readFile(certFile)
 		if err != nil {
-			return cfg, fmt.Errorf("tracing: OTLP client certificate: %w", err)
+			return cfg, fmt.Errorf("OTLP client certificate: %w", err)
 		}
 		keyPEM, err := readFile(keyFile)
 		if err != nil {
-			return cfg, fmt.Errorf("tracing: OTLP client key: %w", err)
+			return cfg, fmt.Errorf("OTLP client key: %w", err)
 		}
 		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
-			return cfg, fmt.Errorf("tracing: OTLP client certificate: %w", err)
+			return cfg, fmt.Errorf("OTLP client certificate: %w", err)
 		}
 		tlsConf.Certificates, custom = []tls.Certificate{cert}, true
 	}
@@ -164,7 +164,7 @@ func httpConfigFromEnv(getenv func(string) string, readFile func(string) ([]byte
 func endpointURL(name, v string) (*url.URL, error) {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("tracing: %s is not an http:// or https:// URL", name)
+		return nil, fmt.Errorf("%s is not an http:// or https:// URL", name)
 	}
 	return u, nil
 }
