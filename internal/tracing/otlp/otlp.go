@@ -4,9 +4,12 @@
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, and tracing is off (the
 // API's no-op provider) otherwise. The exporter's protocol is
 // OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL:
-// http/protobuf (the default) or grpc. Every other setting (headers,
-// timeouts, TLS, the sampler, the batch processor's sizes, the resource) is
-// the SDK's own handling of its variables.
+// http/protobuf (the default: Docket's exporter, exporter.go, which reads
+// the headers, timeout, compression and TLS variables as the official one
+// does) or grpc (the official exporter). The sampler is read here as the
+// SDK reads it, so that the spans Docket records itself (ended.go,
+// live.go) are sampled alike; the span limits, the batch processor's
+// variables and the resource are the SDK's own handling of them.
 package otlp
 
 import (
@@ -28,7 +31,8 @@ import (
 )
 
 // Provider is the node's tracer provider and how to flush and stop it.
-// It also writes ended spans (tracing.SpanWriter) to its span processor.
+// It also writes ended spans (tracing.SpanWriter) and starts in-process
+// runs' spans (tracing.SpanStarter), recording them itself.
 type Provider struct {
 	trace.TracerProvider
 	sdk   *sdktrace.TracerProvider // nil when tracing is off
