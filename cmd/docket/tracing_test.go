@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -95,5 +96,55 @@ func TestBinaryExportsSpans(t *testing.T) {
 		if names[name] != 1 {
 			t.Errorf("%d spans %q in the caller's trace, want 1 (received %v)", names[name], name, names)
 		}
+	}
+}
+
+// TestBinaryCollectorDown runs `docket serve` with an OTLP endpoint nothing
+// listens on: tasks run as ever, and the failed exports are one JSON log
+// line (with no error text), never OpenTelemetry's plain-text lines.
+func TestBinaryCollectorDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server binary")
+	}
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", down.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	t.Setenv("OTEL_BSP_EXPORT_TIMEOUT", "1000")
+
+	bin := buildDocket(t)
+	addr := freeAddr(t)
+	srv := startServer(t, bin, filepath.Join(t.TempDir(), "docket.db"), addr, true)
+	c := client.New("http://"+addr, srv.key)
+	res, err := c.Submit(context.Background(), &client.SubmitParams{IdempotencyKey: "down", Workflow: "demo.echo",
+		Input: json.RawMessage(`{"n":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := c.Wait(context.Background(), res.Task.ID, 30*time.Second); err != nil || done.State != dockettype.StateSucceeded {
+		t.Fatalf("task: %+v, %v", done, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !srv.stderr.Await(ctx, func(logs string) bool { return strings.Contains(logs, "tracing: spans not exported") }) {
+		t.Fatalf("no line about the failed exports; stderr:\n%s", srv.stderr.String())
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.cmd.Wait(); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; stderr:\n%s", err, srv.stderr.String())
+	}
+	logs := srv.stderr.String()
+	logtest.Check(t, logs)
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("a log line that is not JSON: %q", line)
+		}
+	}
+	if strings.Contains(logs, "could not be reached") {
+		t.Errorf("the exporter's error text was logged:\n%s", logs)
 	}
 }

@@ -37,6 +37,7 @@ type Metrics struct {
 	LeasesReleased      *prometheus.CounterVec   // pool: leases handed back at shutdown
 	WorkersAbandoned    *prometheus.CounterVec   // pool: workers still running when Stop gave up on them
 	HTTPRequests        *prometheus.CounterVec   // route, status
+	TracingExportFailed prometheus.Counter       // span batches the OTLP exporter could not deliver
 	HTTPDuration        *prometheus.HistogramVec // route, class (2xx, 4xx, …)
 	HTTPLongPolls       prometheus.Gauge         // long polls (GET ?wait=) being held
 	WorkerLongPolls     prometheus.Gauge         // idle remote workers' claims being held
@@ -98,6 +99,7 @@ func New() *Metrics {
 		LeasesReleased:      counter("leases_released_total", "Leases handed back to the queue at shutdown (attempt not charged), by pool.", "pool"),
 		WorkersAbandoned:    counter("workers_abandoned_total", "Workers that ignored cancellation past the shutdown bounds and were abandoned (their lease lapses), by pool.", "pool"),
 		HTTPRequests:        counter("http_requests_total", "HTTP requests by route and status code.", "route", "status"),
+		TracingExportFailed: counter("tracing_export_failures_total", "Failures OpenTelemetry reported while this node exported spans (most often a batch the collector did not take).").WithLabelValues(),
 		HTTPDuration: histogram("http_request_duration_seconds", "HTTP request duration, by route pattern and status class (2xx, 4xx, 5xx).",
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "route", "class"),
 		ClockOffset:     gauge("clock_offset_seconds", "The database's clock minus this node's, as last measured; lease expiries and deadlines use the database's."),

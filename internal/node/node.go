@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel"
 
 	"github.com/docket-dev/docket/dockettype"
 	"github.com/docket-dev/docket/internal/auth"
@@ -81,6 +82,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 	}
 	n.tracing = tp
 	if tp.Enabled() {
+		otel.SetErrorHandler(&tracingErrors{log: n.log, failed: n.metrics.TracingExportFailed, clock: n.clock})
 		n.log.Info("tracing on: spans are exported with OTLP")
 	}
 	return n, nil
