@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,11 +27,12 @@ func (p *Provider) StartSpan(ctx context.Context, name string, parent trace.Span
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	w := p.ended
-	sc, _, ok := w.decide(parent, name, trace.SpanKindInternal, nil, nil)
+	sc, extra, ok := w.decide(parent, name, trace.SpanKindInternal, nil, nil)
 	if !ok || !parent.IsValid() {
 		return p.sdk.Tracer(tracing.Scope).Start(trace.ContextWithRemoteSpanContext(ctx, parent), name)
 	}
-	s := &liveSpan{p: p, sc: sc, ended: tracing.EndedSpan{Name: name, Parent: parent, Kind: trace.SpanKindInternal, Start: time.Now()}}
+	s := &liveSpan{p: p, sc: sc, ended: tracing.EndedSpan{Name: name, Parent: parent, Kind: trace.SpanKindInternal,
+		Start: time.Now(), Attrs: slices.Clip(extra)}}
 	return trace.ContextWithSpan(ctx, s), s
 }
 
