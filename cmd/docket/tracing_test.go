@@ -66,18 +66,7 @@ func TestBinaryExportsSpans(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
 
-	bin := buildDocket(t)
-	addr := freeAddr(t)
-	srv := startServer(t, bin, filepath.Join(t.TempDir(), "docket.db"), addr, true)
-	c := client.New("http://"+addr, srv.key)
-	res, err := c.Submit(context.Background(), &client.SubmitParams{IdempotencyKey: "traced", Workflow: "demo.echo",
-		Input: json.RawMessage(`{"n":1}`), TraceParent: "00-" + caller + "-00f067aa0ba902b7-01"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done, err := c.Wait(context.Background(), res.Task.ID, 30*time.Second); err != nil || done.State != dockettype.StateSucceeded {
-		t.Fatalf("task: %+v, %v", done, err)
-	}
+	srv := serveOneTask(t, "00-"+caller+"-00f067aa0ba902b7-01")
 	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -114,18 +103,7 @@ func TestBinaryCollectorDown(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
 	t.Setenv("OTEL_BSP_EXPORT_TIMEOUT", "1000")
 
-	bin := buildDocket(t)
-	addr := freeAddr(t)
-	srv := startServer(t, bin, filepath.Join(t.TempDir(), "docket.db"), addr, true)
-	c := client.New("http://"+addr, srv.key)
-	res, err := c.Submit(context.Background(), &client.SubmitParams{IdempotencyKey: "down", Workflow: "demo.echo",
-		Input: json.RawMessage(`{"n":1}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done, err := c.Wait(context.Background(), res.Task.ID, 30*time.Second); err != nil || done.State != dockettype.StateSucceeded {
-		t.Fatalf("task: %+v, %v", done, err)
-	}
+	srv := serveOneTask(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if !srv.stderr.Await(ctx, func(logs string) bool { return strings.Contains(logs, "tracing: spans not exported") }) {
@@ -147,4 +125,24 @@ func TestBinaryCollectorDown(t *testing.T) {
 	if strings.Contains(logs, "could not be reached") {
 		t.Errorf("the exporter's error text was logged:\n%s", logs)
 	}
+}
+
+// serveOneTask builds and starts `docket serve` (with the test's
+// environment), and runs one demo.echo task to success under traceparent
+// (none when ""). The server is left running.
+func serveOneTask(t *testing.T, traceparent string) *serverProc {
+	t.Helper()
+	bin := buildDocket(t)
+	addr := freeAddr(t)
+	srv := startServer(t, bin, filepath.Join(t.TempDir(), "docket.db"), addr, true)
+	c := client.New("http://"+addr, srv.key)
+	res, err := c.Submit(context.Background(), &client.SubmitParams{IdempotencyKey: "one", Workflow: "demo.echo",
+		Input: json.RawMessage(`{"n":1}`), TraceParent: traceparent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := c.Wait(context.Background(), res.Task.ID, 30*time.Second); err != nil || done.State != dockettype.StateSucceeded {
+		t.Fatalf("task: %+v, %v", done, err)
+	}
+	return srv
 }
