@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -34,6 +35,7 @@ import (
 type httpExporter struct {
 	cfg    httpConfig
 	client *http.Client
+	clock  clockwork.Clock // the retries' waits
 
 	mu   sync.Mutex // one export at a time: the encoder's buffers are shared
 	enc  encoder
@@ -174,7 +176,8 @@ func newHTTPExporter(cfg httpConfig) *httpExporter {
 	if cfg.tls != nil {
 		tr.TLSClientConfig = cfg.tls
 	}
-	return &httpExporter{cfg: cfg, client: &http.Client{Transport: tr, Timeout: cfg.timeout}, stop: make(chan struct{})}
+	return &httpExporter{cfg: cfg, client: &http.Client{Transport: tr, Timeout: cfg.timeout}, clock: clockwork.NewRealClock(),
+		stop: make(chan struct{})}
 }
 
 // ExportSpans sends one batch (sdktrace.SpanExporter).
@@ -206,7 +209,7 @@ func (x *httpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 		body = x.zbuf.Bytes()
 	}
 
-	started := time.Now()
+	started := x.clock.Now()
 	wait := x.cfg.retryMin
 	for {
 		retry, after, err := x.send(ctx, body)
@@ -218,12 +221,12 @@ func (x *httpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 			after = wait/2 + rand.N(wait)
 			wait = min(2*wait, x.cfg.retryMax)
 		}
-		if time.Since(started)+after > x.cfg.retryFor {
+		if x.clock.Since(started)+after > x.cfg.retryFor {
 			return err
 		}
-		t := time.NewTimer(after)
+		t := x.clock.NewTimer(after)
 		select {
-		case <-t.C:
+		case <-t.Chan():
 		case <-ctx.Done():
 			t.Stop()
 			return errors.Join(err, ctx.Err())

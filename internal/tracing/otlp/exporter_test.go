@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -202,5 +203,51 @@ func TestExporterStops(t *testing.T) {
 	x.cfg.retryFor = 20 * time.Millisecond
 	if err := x.ExportSpans(context.Background(), spans); err == nil || !strings.Contains(err.Error(), "could not be reached") {
 		t.Fatalf("unreachable receiver: %v", err)
+	}
+}
+
+// A receiver that keeps answering 503 is tried again after 5 s, then
+// longer, for at most a minute of the exporter's clock.
+func TestExporterRetriesForAMinute(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	clock := clockwork.NewFakeClock()
+	x := testExporter(t, srv.URL, false)
+	x.clock = clock
+	x.cfg.retryMin, x.cfg.retryMax, x.cfg.retryFor = 5*time.Second, 30*time.Second, time.Minute
+	start := clock.Now()
+	done := make(chan error, 1)
+	go func() { done <- x.ExportSpans(context.Background(), sampleSpans(t)) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "503") {
+				t.Fatalf("export: %v, want the 503", err)
+			}
+			if n := calls.Load(); n < 2 {
+				t.Fatalf("%d tries, want retries", n)
+			}
+			if spent := clock.Since(start); spent > time.Minute {
+				t.Fatalf("kept trying for %v", spent)
+			}
+			return
+		default:
+		}
+		// Wait for the exporter's timer (or its return), then let it fire.
+		waitCtx, waitCancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		err := clock.BlockUntilContext(waitCtx, 1)
+		waitCancel()
+		if ctx.Err() != nil {
+			t.Fatal("the export did not end")
+		}
+		if err == nil {
+			clock.Advance(time.Second)
+		}
 	}
 }
