@@ -119,7 +119,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 
 	// The node in-process runs as `docket serve` would, with its defaults.
-	tuneGC(defaults.MaxBodyMemory)
+	defaults.TuneGC(defaults.MaxBodyMemory, os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	st, err := storeopen.Open(ctx, *db, storeopen.Options{SQLiteSynchronous: *sync})

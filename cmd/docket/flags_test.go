@@ -225,8 +225,8 @@ func TestServeMemoryLimit(t *testing.T) {
 		{defaults.Unlimited, "", 0, false},
 		{defaults.MaxBodyMemory, "2GiB", 0, false},
 	} {
-		if got, ok := memoryLimit(tc.budget, tc.env); got != tc.want || ok != tc.ok {
-			t.Errorf("memoryLimit(%d, %q) = %d, %v; want %d, %v", tc.budget, tc.env, got, ok, tc.want, tc.ok)
+		if got, ok := defaults.SoftMemoryLimit(tc.budget, tc.env); got != tc.want || ok != tc.ok {
+			t.Errorf("SoftMemoryLimit(%d, %q) = %d, %v; want %d, %v", tc.budget, tc.env, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -246,8 +246,8 @@ func TestServeGCPercent(t *testing.T) {
 		{true, "off", 0, false},
 		{false, "", 0, false},
 	} {
-		if got, ok := gcPercent(tc.limited, tc.gogc); got != tc.want || ok != tc.ok {
-			t.Errorf("gcPercent(%v, %q) = %d, %v; want %d, %v", tc.limited, tc.gogc, got, ok, tc.want, tc.ok)
+		if got, ok := defaults.GCTarget(tc.limited, tc.gogc); got != tc.want || ok != tc.ok {
+			t.Errorf("GCTarget(%v, %q) = %d, %v; want %d, %v", tc.limited, tc.gogc, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/jonboulle/clockwork"
@@ -64,42 +63,6 @@ func serveFlags(fs *flag.FlagSet) *node.Config {
 	return cfg
 }
 
-// memoryLimit is the Go runtime's soft memory limit serve sets for a body
-// budget of maxBodyMemory bytes: the budget may be held about twice over
-// while bodies are decoded, plus the server's own working set
-// (defaults.MemoryLimit: 1 GiB for the default budget). None when the
-// budget is unbounded or GOMEMLIMIT names a limit of its own.
-func memoryLimit(maxBodyMemory int64, gomemlimit string) (int64, bool) {
-	if gomemlimit != "" || maxBodyMemory < 0 {
-		return 0, false
-	}
-	if maxBodyMemory == 0 {
-		maxBodyMemory = defaults.MaxBodyMemory
-	}
-	return defaults.MemoryLimit(maxBodyMemory), true
-}
-
-// gcPercent is the collector's target serve sets (defaults.GCPercent):
-// none when GOGC names one or no soft memory limit bounds the heap.
-func gcPercent(limited bool, gogc string) (int, bool) {
-	if gogc != "" || !limited {
-		return 0, false
-	}
-	return defaults.GCPercent, true
-}
-
-// tuneGC sets the Go runtime's soft memory limit for a body budget of
-// maxBodyMemory bytes and, under it, the collector's target.
-func tuneGC(maxBodyMemory int64) {
-	limit, ok := memoryLimit(maxBodyMemory, os.Getenv("GOMEMLIMIT"))
-	if ok {
-		debug.SetMemoryLimit(limit)
-	}
-	if pct, ok := gcPercent(ok || os.Getenv("GOMEMLIMIT") != "", os.Getenv("GOGC")); ok {
-		debug.SetGCPercent(pct)
-	}
-}
-
 func serveCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	cfg := serveFlags(fs)
@@ -117,7 +80,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		defer probeLog.Close()
 	}
-	tuneGC(cfg.MaxBodyMemory)
+	defaults.TuneGC(cfg.MaxBodyMemory, os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := node.New(ctx, *cfg, node.Options{Version: docket.Version(), ClockOffset: *clockOffset})

@@ -26,6 +26,7 @@
 package defaults
 
 import (
+	"runtime/debug"
 	"time"
 
 	"github.com/docket-dev/docket/internal/dsn"
@@ -131,6 +132,52 @@ func MemoryLimit(maxBodyMemory int64) int64 {
 // about a third of the node's CPU; at 400 it collects a quarter as often
 // for a heap of a few tens of megabytes (BENCHMARKS.md).
 const GCPercent = 400
+
+// SoftMemoryLimit is the Go runtime's soft memory limit `docket serve`
+// sets for a body budget of maxBodyMemory bytes (0: the default budget):
+// MemoryLimit. None when the budget is unbounded or GOMEMLIMIT (gomemlimit)
+// names a limit of its own.
+func SoftMemoryLimit(maxBodyMemory int64, gomemlimit string) (int64, bool) {
+	if gomemlimit != "" || maxBodyMemory < 0 {
+		return 0, false
+	}
+	if maxBodyMemory == 0 {
+		maxBodyMemory = MaxBodyMemory
+	}
+	return MemoryLimit(maxBodyMemory), true
+}
+
+// GCTarget is the collector's target `docket serve` sets (GCPercent):
+// none when GOGC (gogc) names one or no soft memory limit bounds the heap.
+func GCTarget(limited bool, gogc string) (int, bool) {
+	if gogc != "" || !limited {
+		return 0, false
+	}
+	return GCPercent, true
+}
+
+// TuneGC sets the Go runtime's soft memory limit for a body budget of
+// maxBodyMemory bytes and, under it, the collector's target, as
+// `docket serve` runs (and the in-process `docket bench` and the burn-down
+// benchmarks with it), reading GOMEMLIMIT and GOGC through getenv. It
+// returns what puts the previous settings back.
+func TuneGC(maxBodyMemory int64, getenv func(string) string) (restore func()) {
+	var undo []func()
+	newLimit, limited := SoftMemoryLimit(maxBodyMemory, getenv("GOMEMLIMIT"))
+	if limited {
+		prev := debug.SetMemoryLimit(newLimit)
+		undo = append(undo, func() { debug.SetMemoryLimit(prev) })
+	}
+	if target, ok := GCTarget(limited || getenv("GOMEMLIMIT") != "", getenv("GOGC")); ok {
+		prev := debug.SetGCPercent(target)
+		undo = append(undo, func() { debug.SetGCPercent(prev) })
+	}
+	return func() {
+		for _, f := range undo {
+			f()
+		}
+	}
+}
 
 // HeartbeatInterval is the default heartbeat interval for a lease TTL.
 func HeartbeatInterval(leaseTTL time.Duration) time.Duration {

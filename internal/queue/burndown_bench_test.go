@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,21 +97,6 @@ func BenchmarkBurnDownTracing(b *testing.B) {
 	}
 }
 
-// serveGC runs the collector as `docket serve` and `docket bench` do by
-// default (defaults.GCPercent under the default soft memory limit), unless
-// GOGC or GOMEMLIMIT say otherwise, until b ends.
-func serveGC(b *testing.B) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	pct := debug.SetGCPercent(defaults.GCPercent)
-	limit := debug.SetMemoryLimit(defaults.MemoryLimit(defaults.MaxBodyMemory))
-	b.Cleanup(func() {
-		debug.SetGCPercent(pct)
-		debug.SetMemoryLimit(limit)
-	})
-}
-
 // benchRounds is BENCH_ROUNDS, or def.
 func benchRounds(def int) int {
 	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
@@ -170,7 +154,8 @@ type burnDownResult struct {
 // trace is sampled, as a parent-based sampler with that ratio would have
 // decided at admission: the others' spans are not recorded.
 func burnDown(b *testing.B, open openStore, n int, traced, timer bool) burnDownResult {
-	serveGC(b)
+	// The collector runs as `docket serve` runs it.
+	b.Cleanup(defaults.TuneGC(defaults.MaxBodyMemory, os.Getenv))
 	st := open(b)
 	defer st.Close()
 	ctx := context.Background()
