@@ -26,10 +26,15 @@ func (p *Provider) StartSpan(ctx context.Context, name string, parent trace.Span
 	if !p.Enabled() {
 		return ctx, trace.SpanFromContext(ctx)
 	}
-	w := p.ended
-	sc, extra, ok := w.decide(parent, name, trace.SpanKindInternal, nil, nil)
-	if !ok || !parent.IsValid() {
+	sdkSpan := func() (context.Context, trace.Span) {
 		return p.sdk.Tracer(tracing.Scope).Start(trace.ContextWithRemoteSpanContext(ctx, parent), name)
+	}
+	if !parent.IsValid() {
+		return sdkSpan()
+	}
+	sc, extra, ok := p.ended.decide(parent, name, trace.SpanKindInternal, nil, nil)
+	if !ok {
+		return sdkSpan()
 	}
 	s := &liveSpan{p: p, sc: sc, ended: tracing.EndedSpan{Name: name, Parent: parent, Kind: trace.SpanKindInternal,
 		Start: time.Now(), Attrs: slices.Clip(extra)}}
